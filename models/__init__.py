@@ -1,0 +1,76 @@
+"""A discrete-event model of SQLOS schedulers, workers and latches, compiled with numba.
+
+``run(scenario, **params)`` validates the parameters against the scenario's
+catalogue, builds its worker programs, runs the one event loop in
+:mod:`models.engine` and returns a :class:`Result` whose tables have the
+shape of SQL Server's latch, wait and spinlock DMVs.  A run is a pure
+function of (scenario, parameters, seed).
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from typing import Any, Callable
+
+from models.engine import simulate
+from models.params import Param, ParameterError, Scenario, resolve
+from models.result import Result, build
+from models.scenarios import CATALOGUE
+
+__all__ = ["run", "scenarios", "Result", "Param", "Scenario", "ParameterError"]
+
+_LIMITS = {
+    "trace_events": (0, 2_000_000),
+    "record_acquires": (0, 5_000_000),
+    "max_events": (0, 10**11),
+}
+
+
+def scenarios() -> dict[str, Scenario]:
+    """Every scenario by name, with its parameter catalogue."""
+    return dict(CATALOGUE)
+
+
+def get_scenario(name: str) -> Scenario:
+    """The scenario called ``name``, or a ParameterError suggesting the closest one."""
+    if name in CATALOGUE:
+        return CATALOGUE[name]
+    close = difflib.get_close_matches(str(name), list(CATALOGUE), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ParameterError(f"scenario={name!r} is unknown: use one of {', '.join(CATALOGUE)}{hint}")
+
+
+def _check_option(name: str, value: Any) -> int:
+    low, high = _LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ParameterError(f"{name}={value!r} is out of range: use an integer from {low} to {high:,}")
+    return value
+
+
+def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_events: int = 0,
+        max_sim_ms: float = 1e9, progress: Callable[[float], None] | None = None,
+        **params: Any) -> Result:
+    """Run ``scenario`` with ``params`` (others at their defaults) and return the Result.
+
+    ``trace_events`` keeps the first that many worker-state intervals for a
+    timeline; ``record_acquires`` keeps a log of that many acquires;
+    ``max_events`` (0: scaled to the workload) and ``max_sim_ms`` bound the
+    run, which then comes back flagged ``truncated``; ``progress`` is called
+    with the fraction done between chunks of events.
+    """
+    spec = get_scenario(scenario)
+    values = resolve(spec, params)
+    for name, value in (("trace_events", trace_events), ("record_acquires", record_acquires),
+                        ("max_events", max_events)):
+        _check_option(name, value)
+    if not (isinstance(max_sim_ms, (int, float)) and 0 < max_sim_ms <= 1e12):
+        raise ParameterError(f"max_sim_ms={max_sim_ms!r} is out of range: use a number above 0 and up to 1e12 ms")
+    workload = spec.build(values)
+    raw = simulate(workload, values["seed"], trace_events=trace_events,
+                   record_acquires=record_acquires, max_events=max_events,
+                   max_sim_ms=max_sim_ms, progress=progress)
+    result = build(raw, spec.name, values, values["seed"])
+    if result.truncated:
+        warnings.warn(f"{spec.name}: {result.truncated_reason}; the result is truncated", stacklevel=2)
+    return result

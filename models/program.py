@@ -1,0 +1,118 @@
+"""Worker programs: the small instruction set every scenario is written in.
+
+A worker executes a program, one instruction at a time, from its own start
+address in one shared instruction table (five flat arrays: ``op``, ``a``,
+``b``, ``c``, ``x``).  A scenario is a set of programs plus parameters; the
+event loop in :mod:`models.engine` never changes from one scenario to the next.
+
+=============  ===========================================================
+opcode         meaning (operands)
+=============  ===========================================================
+``CPU``        run on the scheduler for ``x`` us; ``a`` = FIXED or EXPONENTIAL;
+               ``b`` = a latch index whose ``contender_cost_us`` is added once
+               per worker contending for that latch at the start of the
+               burst (-1: none); ``c`` unused.  Non-preemptive.
+``ACQUIRE``    acquire latch ``a`` in mode ``b`` (KP, SH, UP, EX, DT).
+``RELEASE``    release latch ``a`` held in mode ``b``.
+``YIELD``      a yield point: if the quantum is used up and another worker
+               is runnable on this scheduler, go to the tail of the runnable
+               queue (SOS_SCHEDULER_YIELD).
+``LOOP``       loop slot ``b`` (0 or 1): run the body starting at ``a``
+               ``c`` times in all, then fall through.
+``END``        the worker is done.
+=============  ===========================================================
+
+How the later chapters are expressed without a new event loop:
+
+* **Hot page** (last-page insert): one latch per page (class BUFFER, wait
+  type PAGELATCH_xx).  The insert program is ``CPU(row) ; ACQUIRE(page, EX) ;
+  CPU(insert) ; RELEASE(page, EX)``.  The key strategy decides which page
+  latch the ACQUIRE names: identity keys give every worker the same current
+  last page (the scenario lays the page sequence out in the program, a new
+  page every ``rows_per_page`` rows, with a page split as a longer CPU burst
+  under the latch plus an EX ACQUIRE of the parent page); GUID, bit-reversed
+  and hash-bucket keys spread the ACQUIREs over many page latches, written
+  into each worker's own program from the seeded generator.
+* **Version store** (APPEND_ONLY_STORAGE_INSERT_POINT): one EX latch guards
+  the append point.  Each versioned update is ``CPU(update) ; ACQUIRE(insert
+  point, EX) ; CPU(copy version) ; RELEASE``, and every ``8000 / version
+  bytes`` appends one more CPU burst under the latch allocates the next
+  8,000-byte chunk (a LOOP with an inner LOOP).
+* **CCI memory grants**: the resource semaphore is a latch whose holders are
+  grant units: a grant of ``k`` units is ``k`` SH acquires on a counting
+  latch guarded by an EX-mode gate, and the FIFO wait queue of the latch is
+  the grant queue; the 25 s time-out is a CPU-free wait bounded by a timer
+  event on the worker, after which it takes the fallback branch (delta
+  store) at required rather than requested memory.  These need one more
+  opcode (ACQUIRE with time-out) and are left for the memory chapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Opcodes.
+CPU, ACQUIRE, RELEASE, YIELD, LOOP, END = 0, 1, 2, 3, 4, 5
+OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END")
+
+# CPU burst distributions.
+FIXED, EXPONENTIAL = 0, 1
+DISTRIBUTIONS = {"fixed": FIXED, "exponential": EXPONENTIAL}
+
+# Latch modes, in the order of the compatibility matrix in models.latch.
+KP, SH, UP, EX, DT = 0, 1, 2, 3, 4
+MODE_NAMES = ("KP", "SH", "UP", "EX", "DT")
+
+
+@dataclass
+class Program:
+    """A growing instruction table; each ``start()`` opens a new program in it."""
+
+    op: list[int] = field(default_factory=list)
+    a: list[int] = field(default_factory=list)
+    b: list[int] = field(default_factory=list)
+    c: list[int] = field(default_factory=list)
+    x: list[float] = field(default_factory=list)
+
+    def _emit(self, op: int, a: int = 0, b: int = 0, c: int = 0, x: float = 0.0) -> int:
+        self.op.append(op)
+        self.a.append(a)
+        self.b.append(b)
+        self.c.append(c)
+        self.x.append(float(x))
+        return len(self.op) - 1
+
+    def start(self) -> int:
+        """Return the address where the next program begins."""
+        return len(self.op)
+
+    def cpu(self, us: float, dist: int = FIXED, contended_latch: int = -1) -> int:
+        """A CPU burst of ``us`` microseconds (mean, if exponential)."""
+        return self._emit(CPU, dist, contended_latch, 0, us)
+
+    def acquire(self, latch: int, mode: int = EX) -> int:
+        """Acquire ``latch`` in ``mode``."""
+        return self._emit(ACQUIRE, latch, mode)
+
+    def release(self, latch: int, mode: int = EX) -> int:
+        """Release ``latch`` held in ``mode``."""
+        return self._emit(RELEASE, latch, mode)
+
+    def yield_point(self) -> int:
+        """A point where the worker yields if its quantum is used up."""
+        return self._emit(YIELD)
+
+    def loop(self, body_start: int, times: int, slot: int = 0) -> int:
+        """Run the instructions from ``body_start`` to here ``times`` times."""
+        return self._emit(LOOP, body_start, slot, int(times))
+
+    def end(self) -> int:
+        """End the worker's program."""
+        return self._emit(END)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The table as an int64 (n, 4) array of op, a, b, c and a float64 x array."""
+        ints = np.array([self.op, self.a, self.b, self.c], dtype=np.int64).T.copy()
+        return ints.reshape(-1, 4), np.array(self.x, dtype=np.float64)

@@ -1,0 +1,198 @@
+"""What a run returns: elapsed time, throughput and the DMV-shaped tables.
+
+The tables carry the column names of sys.dm_os_latch_stats,
+sys.dm_os_wait_stats and sys.dm_os_spinlock_stats, so a reader can hold them
+beside the output of their own server.  Times are in milliseconds here (the
+engine counts microseconds).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from models import state as st
+from models.engine import RawRun
+from models.program import MODE_NAMES
+
+TRACE_STATES = ("running", "runnable", "spinning", "suspended", "backoff")
+TABLES = ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers")
+_BOUND_TEXT = {
+    st.STATUS_EVENT_BOUND: "the run reached max_events={max_events} before the workload finished",
+    st.STATUS_TIME_BOUND: "the run reached max_sim_ms={max_sim_ms} of simulated time before the workload finished",
+    st.STATUS_STUCK: "no worker could make progress (every remaining worker waits on a latch nobody will release)",
+}
+
+
+@dataclass
+class Result:
+    """The outcome of one run of a scenario; a pure function of (scenario, params, seed)."""
+
+    scenario: str
+    params: dict[str, Any]
+    seed: int
+    elapsed_ms: float
+    throughput_per_s: float
+    truncated: bool
+    truncated_reason: str
+    latch_stats: pd.DataFrame
+    wait_stats: pd.DataFrame
+    spin_stats: pd.DataFrame
+    schedulers: pd.DataFrame
+    workers: pd.DataFrame
+    trace: pd.DataFrame | None
+    acquire_wait_ms: np.ndarray
+    acquire_log: pd.DataFrame | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready data (tables as lists of rows)."""
+        out: dict[str, Any] = {
+            "scenario": self.scenario, "params": self.params, "seed": self.seed,
+            "elapsed_ms": self.elapsed_ms, "throughput_per_s": self.throughput_per_s,
+            "truncated": self.truncated,
+        }
+        for name in TABLES:
+            table = getattr(self, name)
+            out[name] = json.loads(table.to_json(orient="records"))
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The result as a JSON document."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @property
+    def mean_wait_ms(self) -> float:
+        """Mean time from latch request to running with the latch, over every acquire."""
+        acquires = self.latch_stats["acquires"].sum()
+        return float(self.extra["latency_sum_ms"] / acquires) if acquires else 0.0
+
+    def __repr__(self) -> str:
+        flag = " TRUNCATED" if self.truncated else ""
+        return (f"Result({self.scenario!r}, elapsed_ms={self.elapsed_ms:.3f}, "
+                f"throughput_per_s={self.throughput_per_s:.1f}{flag})")
+
+
+def _percentile(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if x.size else 0.0
+
+
+def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Result:
+    """Turn a finished run's arrays into a Result."""
+    s, wl = raw.state, raw.workload
+    elapsed_us = float(s.gf[st.GF_END])
+    truncated = raw.status != st.STATUS_DONE
+    reason = _BOUND_TEXT.get(raw.status, "").format(max_events=raw.max_events,
+                                                    max_sim_ms=raw.max_sim_ms)
+    samples = s.samples[: s.gi[st.G_SAMPLEN]] / 1000.0
+
+    latch_rows, wait_rows, spin_rows = [], [], []
+    classes = list(dict.fromkeys(spec.latch_class for spec in wl.latches))
+    for cls in classes:
+        idx = [k for k, spec in enumerate(wl.latches) if spec.latch_class == cls]
+        lw = s.lw[idx]
+        waits = float(lw[:, :, st.LW_COUNT].sum())
+        latch_rows.append({
+            "latch_class": cls,
+            "waiting_requests_count": int(waits),
+            "wait_time_ms": float(lw[:, :, st.LW_TIME].sum()) / 1000.0,
+            "max_wait_time_ms": float(lw[:, :, st.LW_MAX].max()) / 1000.0,
+            "acquires": int(s.li[idx, st.L_ACQ].sum()),
+        })
+        spin_rows.append({
+            "name": cls,
+            "collisions": int(s.li[idx, st.L_COLL].sum()),
+            "spins": int(s.li[idx, st.L_SPINS].sum()),
+            "backoffs": int(s.li[idx, st.L_BACKOFFS].sum()),
+        })
+    # Per-acquire wait percentiles are over the whole sample (all latches of the run).
+    for row in latch_rows:
+        row["p50_wait_ms"] = _percentile(samples, 50)
+        row["p95_wait_ms"] = _percentile(samples, 95)
+        row["p99_wait_ms"] = _percentile(samples, 99)
+
+    prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches))
+    for prefix in prefixes:
+        idx = [k for k, spec in enumerate(wl.latches) if spec.wait_prefix == prefix]
+        for mode, mode_name in enumerate(MODE_NAMES):
+            lw = s.lw[idx, mode]
+            count = int(lw[:, st.LW_COUNT].sum())
+            if count == 0 and mode_name not in ("EX",):
+                continue
+            wait_rows.append({
+                "wait_type": f"{prefix}_{mode_name}",
+                "waiting_tasks_count": count,
+                "wait_time_ms": float(lw[:, st.LW_TIME].sum()) / 1000.0,
+                "max_wait_time_ms": float(lw[:, st.LW_MAX].max()) / 1000.0,
+                "signal_wait_time_ms": float(lw[:, st.LW_SIG].sum()) / 1000.0,
+            })
+    wait_rows.append({
+        "wait_type": "SOS_SCHEDULER_YIELD",
+        "waiting_tasks_count": int(s.gi[st.G_YIELDS]),
+        "wait_time_ms": float(s.gf[st.GF_YIELD_WAIT]) / 1000.0,
+        "max_wait_time_ms": float(s.gf[st.GF_YIELD_MAX]) / 1000.0,
+        "signal_wait_time_ms": float(s.gf[st.GF_YIELD_WAIT]) / 1000.0,
+    })
+
+    busy = s.sf[:, st.SF_BUSY] / 1000.0
+    schedulers = pd.DataFrame({
+        "scheduler": np.arange(wl.schedulers),
+        "busy_ms": busy,
+        "idle_ms": np.maximum(elapsed_us / 1000.0 - busy, 0.0),
+        "context_switches": s.si[:, st.S_SWITCHES],
+    })
+    workers = pd.DataFrame({
+        "worker": np.arange(len(wl.worker_start)),
+        "scheduler": s.wi[:, st.W_SCHED],
+        "kind": wl.worker_kind,
+        "acquires": s.wi[:, st.W_ACQ],
+        "latch_wait_ms": s.wf[:, st.WF_LATCHWAIT] / 1000.0,
+        "cpu_ms": s.wf[:, st.WF_CPU] / 1000.0,
+        "spin_ms": s.wf[:, st.WF_SPIN] / 1000.0,
+    })
+    trace = None
+    if s.trace_i.shape[0]:
+        n = int(s.gi[st.G_TRACEN])
+        trace = pd.DataFrame({
+            "worker": s.trace_i[:n, 0],
+            "scheduler": s.trace_i[:n, 1],
+            "state": pd.Categorical.from_codes(s.trace_i[:n, 2], TRACE_STATES),
+            "start_ms": s.trace_f[:n, 0] / 1000.0,
+            "end_ms": s.trace_f[:n, 1] / 1000.0,
+        })
+    log = None
+    if s.log_i.shape[0]:
+        n = int(s.gi[st.G_LOGN])
+        log = pd.DataFrame({
+            "worker": s.log_i[:n, st.AL_WORKER], "latch": s.log_i[:n, st.AL_LATCH],
+            "mode": [MODE_NAMES[m] for m in s.log_i[:n, st.AL_MODE]],
+            "suspended": s.log_i[:n, st.AL_SUSPENDED].astype(bool),
+            "queue_seq": s.log_i[:n, st.AL_QSEQ],
+            "request_ms": s.log_f[:n, st.ALF_REQUEST] / 1000.0,
+            "grant_ms": s.log_f[:n, st.ALF_GRANT] / 1000.0,
+            "run_ms": s.log_f[:n, st.ALF_RUN] / 1000.0,
+            "release_ms": s.log_f[:n, st.ALF_RELEASE] / 1000.0,
+        })
+    units = wl.work_units if wl.work_units >= 0 else (int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0)
+    if truncated:
+        units = int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0
+    extra = dict(wl.extra)
+    extra.update({
+        "latency_sum_ms": float(s.lf[:, st.LF_LATSUM].sum()) / 1000.0,
+        "queue_area_ms2": float(s.lf[:, st.LF_QAREA].sum()) / 1e6,
+        "queue_residence_ms": float(s.lf[:, st.LF_QRES].sum()) / 1000.0,
+        "events": int(s.gi[st.G_EVENTS]),
+    })
+    return Result(
+        scenario=scenario, params=params, seed=seed,
+        elapsed_ms=elapsed_us / 1000.0,
+        throughput_per_s=units / (elapsed_us / 1e6) if elapsed_us > 0 else 0.0,
+        truncated=truncated, truncated_reason=reason,
+        latch_stats=pd.DataFrame(latch_rows), wait_stats=pd.DataFrame(wait_rows),
+        spin_stats=pd.DataFrame(spin_rows), schedulers=schedulers, workers=workers,
+        trace=trace, acquire_wait_ms=samples, acquire_log=log, extra=extra,
+    )

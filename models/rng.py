@@ -1,0 +1,51 @@
+"""A seeded SplitMix64 generator in compiled code, so a run depends only on its seed.
+
+numba's own ``np.random`` state is global to the process; a generator that
+lives in a one-element array travels with the run's state instead, gives the
+same stream on every machine, and survives the run being split into chunks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
+
+
+def seed_state(seed: int) -> np.ndarray:
+    """A fresh generator state for ``seed``."""
+    return np.array([np.uint64(seed) * _GOLDEN + np.uint64(1)], dtype=np.uint64)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def next_u64(rng):
+    """Advance the generator and return 64 random bits."""
+    rng[0] += _GOLDEN
+    z = rng[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def uniform(rng):
+    """A uniform draw in [0, 1)."""
+    return float(next_u64(rng) >> np.uint64(11)) * _TWO_TO_MINUS_53
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def exponential(rng, mean):
+    """An exponential draw with the given mean."""
+    return -mean * np.log1p(-uniform(rng))
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def draw(rng, dist, mean):
+    """A duration: ``mean`` itself when ``dist`` is 0 (fixed), else exponential."""
+    if dist == 0:
+        return mean
+    return exponential(rng, mean)

@@ -1,0 +1,10 @@
+"""The scenario catalogue: each module holds one workload's program and parameters."""
+
+from __future__ import annotations
+
+from models.params import Scenario
+from models.scenarios import closed_latch, convoy, parallel_insert
+
+CATALOGUE: dict[str, Scenario] = {
+    s.name: s for s in (convoy.SCENARIO, closed_latch.SCENARIO, parallel_insert.SCENARIO)
+}
