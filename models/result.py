@@ -183,7 +183,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     extra = dict(wl.extra)
     extra.update({
         "latency_sum_ms": float(s.lf[:, st.LF_LATSUM].sum()) / 1000.0,
-        "queue_area_ms2": float(s.lf[:, st.LF_QAREA].sum()) / 1e6,
+        "queue_area_ms": float(s.lf[:, st.LF_QAREA].sum()) / 1000.0,
         "queue_residence_ms": float(s.lf[:, st.LF_QRES].sum()) / 1000.0,
         "events": int(s.gi[st.G_EVENTS]),
     })

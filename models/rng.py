@@ -18,7 +18,7 @@ _TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
 
 def seed_state(seed: int) -> np.ndarray:
     """A fresh generator state for ``seed``."""
-    return np.array([np.uint64(seed) * _GOLDEN + np.uint64(1)], dtype=np.uint64)
+    return np.array([(seed * 0x9E3779B97F4A7C15 + 1) % 2**64], dtype=np.uint64)
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")

@@ -1,0 +1,1 @@
+"""One module per static explorer, each defining ``SWEEP = Sweep(...)``."""
