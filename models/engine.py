@@ -46,7 +46,7 @@ from models.state import (
     GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL, L_MAX_BACKOFFS, L_POLICY, L_QHEAD,
     L_QLEN, L_SPINNERS, L_SPINS, L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST,
     LF_LATSUM, LF_SPIN_US, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW,
-    NEW, RUNNABLE, RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_SWITCHES,
+    NEW, RUNNABLE, RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES,
     SF_BUSY, SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND,
     STATUS_STUCK, STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED,
     W_DAEMON, W_FLAG, W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED,
@@ -421,13 +421,24 @@ def on_spin_done(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
+def cpu_demand(si, s):
+    """Workers running or runnable on scheduler ``s``."""
+    return si[s, S_QLEN] + (1 if si[s, S_CUR] >= 0 else 0)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
 def on_arrival(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now):
-    """A task arrives: bind it to its scheduler (least loaded if unbound) and make it runnable."""
+    """A task arrives: bind it to its scheduler and make it runnable.
+
+    An unbound task goes to the least-loaded scheduler: the fewest workers
+    running or runnable, then the fewest tasks, then the lowest index.
+    """
     s = wi[w, W_SCHED]
     if s < 0:
         s = 0
         for k in range(1, si.shape[0]):
-            if si[k, S_LOAD] < si[s, S_LOAD]:
+            dk, ds = cpu_demand(si, k), cpu_demand(si, s)
+            if dk < ds or (dk == ds and si[k, S_LOAD] < si[s, S_LOAD]):
                 s = k
         wi[w, W_SCHED] = s
     si[s, S_LOAD] += 1

@@ -17,8 +17,16 @@ _TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
 
 
 def seed_state(seed: int) -> np.ndarray:
-    """A fresh generator state for ``seed``."""
-    return np.array([(seed * 0x9E3779B97F4A7C15 + 1) % 2**64], dtype=np.uint64)
+    """A fresh generator state for ``seed``: the seed scrambled by SplitMix64's own finaliser.
+
+    Scrambling matters: SplitMix64 steps its state by a constant, so states
+    ``seed`` and ``seed + 1`` (unscrambled) would give the same stream shifted
+    by one draw.
+    """
+    z = (seed + 0x5851F42D4C957F2D) % 2**64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+    return np.array([z ^ (z >> 31)], dtype=np.uint64)
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")

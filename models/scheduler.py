@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from models.state import S_HEAD, S_TAIL, W_NEXT, W_PREV
+from models.state import S_HEAD, S_QLEN, S_TAIL, W_NEXT, W_PREV
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
@@ -24,6 +24,7 @@ def push_back(si, wi, s, w):
     else:
         wi[tail, W_NEXT] = w
     si[s, S_TAIL] = w
+    si[s, S_QLEN] += 1
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
@@ -37,6 +38,7 @@ def push_front(si, wi, s, w):
     else:
         wi[head, W_PREV] = w
     si[s, S_HEAD] = w
+    si[s, S_QLEN] += 1
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
@@ -52,4 +54,5 @@ def pop_front(si, wi, s):
     else:
         wi[nxt, W_PREV] = -1
     wi[w, W_NEXT] = -1
+    si[s, S_QLEN] -= 1
     return w

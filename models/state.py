@@ -28,7 +28,7 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
  WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_NCOLS) = range(14)
 
 # Scheduler integer and float columns.
-S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_NCOLS = range(7)
+S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
 SF_BUSY, SF_NCOLS = 0, 1
 
 # Latch integer columns: held counts per mode come first (KP..DT = 0..4).

@@ -1,7 +1,7 @@
 """The convoy: an open stream of requests for one exclusive latch.
 
 Each request is a new task placed on the least-loaded scheduler (as SQL
-Server places new tasks); it acquires the latch in EX mode, holds it for
+Server places new tasks: fewest workers running or runnable, then fewest tasks); it acquires the latch in EX mode, holds it for
 ``hold_ms`` of CPU, releases it and ends.  One latch held 2 ms serves at most
 500 evenly spaced requests a second; under the fair policy every contended
 hand-off adds ``wakeup_us + context_switch_us`` of owned-but-idle time, so
@@ -9,8 +9,9 @@ once a queue exists the capacity falls to 1 / (hold + hand-off).
 
 Reduction to queueing theory: with ``wakeup_us=0``, ``context_switch_us=0``,
 Poisson arrivals and enough schedulers that a granted request never waits
-for a CPU (a request occupies a scheduler only while it holds the latch, so
-``schedulers >= 2`` already suffices; the default 8 leaves room), the latch is
+for a CPU (only the holder uses a CPU for longer than an instant and a new
+task goes to a scheduler with nothing running, so ``schedulers >= 2``
+suffices; the default 8 leaves room), the latch is
 a single FIFO server and the run is exactly an M/D/1 queue (``hold_dist``
 fixed) or an M/M/1 queue (exponential); the mean wait is the total latch
 wait divided by the acquires.
