@@ -38,13 +38,15 @@ How the later chapters are expressed without a new event loop:
   point, EX) ; CPU(copy version) ; RELEASE``, and every ``8000 / version
   bytes`` appends one more CPU burst under the latch allocates the next
   8,000-byte chunk (a LOOP with an inner LOOP).
-* **CCI memory grants**: the resource semaphore is a latch whose holders are
-  grant units: a grant of ``k`` units is ``k`` SH acquires on a counting
-  latch guarded by an EX-mode gate, and the FIFO wait queue of the latch is
-  the grant queue; the 25 s time-out is a CPU-free wait bounded by a timer
-  event on the worker, after which it takes the fallback branch (delta
-  store) at required rather than requested memory.  These need one more
-  opcode (ACQUIRE with time-out) and are left for the memory chapter.
+* **CCI memory grants**: the resource semaphore is one more kind of latch
+  whose grant test is "units held + units asked <= capacity" instead of the
+  mode matrix (the ACQUIRE's ``c`` operand carries the units: requested
+  memory), and its FIFO wait queue is the grant queue.  The 25 s time-out is
+  a timer event on the waiting worker: if it fires before the grant, the
+  worker leaves the queue and its program continues at a fallback address
+  (the ACQUIRE's ``x`` operand), where it asks again for the required memory
+  only and writes to a delta store.  Both fit the existing loop (one more
+  event kind, one more grant test); the memory chapter adds them.
 """
 
 from __future__ import annotations

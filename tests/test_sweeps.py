@@ -1,0 +1,44 @@
+"""The precomputed explorer data in book/data: present, compact, complete, and not stale."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from models.sweep import DATA_DIR, METRICS, run_point, sweeps
+
+SWEEPS = sweeps()
+MAX_BYTES = 2 * 1024 * 1024
+
+
+def test_there_are_sweeps():
+    assert SWEEPS, "no sweep modules under models/sweeps"
+
+
+@pytest.mark.parametrize("name", sorted(SWEEPS))
+def test_stored_sweep_is_complete_and_compact(name):
+    sweep = SWEEPS[name]
+    path = DATA_DIR / f"{name}.csv"
+    assert path.exists(), f"run: python -m models sweep {name}"
+    assert path.stat().st_size <= MAX_BYTES
+    table = pd.read_csv(path)
+    assert len(table) == len(sweep.points())
+    assert list(table.columns) == list(sweep.grid) + list(METRICS)
+
+
+@pytest.mark.parametrize("name", sorted(SWEEPS))
+def test_stored_sweep_is_not_stale(name):
+    """Recompute the first, middle and last grid points and compare with the stored rows."""
+    sweep = SWEEPS[name]
+    table = pd.read_csv(DATA_DIR / f"{name}.csv")
+    points = sweep.points()
+    for k in sorted({0, len(points) // 2, len(points) - 1}):
+        fresh = run_point(sweep, points[k])
+        stored = table.iloc[k]
+        for col, value in fresh.items():
+            if isinstance(value, str):
+                assert stored[col] == value, (name, k, col)
+            else:
+                assert stored[col] == pytest.approx(value, rel=1e-5, abs=1e-9), (
+                    f"{name} row {k} column {col}: stored {stored[col]} vs fresh {value}; "
+                    f"rerun: python -m models sweep {name}")
