@@ -1,0 +1,544 @@
+"""Charts for the book: pure functions from a run's tables to Altair charts and pandas tables.
+
+Every chart carries a title, axis titles with units and a one-sentence caption
+(the title's subtitle, so it shows on the static site), and its spec contains
+no random ids: parameter names are explicit and the data is inlined, so a
+notebook's stored output is the same at every execution and a chart drawn
+from a sweep stays interactive in the static site with no kernel.
+
+- :func:`timeline` / :func:`timeline_compare`: which worker runs, waits, spins, when.
+- :func:`wait_distribution`: the per-acquire latch wait, as an ECDF with p50, p99 and max.
+- :func:`throughput_vs`: a metric against a parameter, with reference lines.
+- :func:`dmv_table`: a DMV-shaped DataFrame as a readable table.
+- :func:`explorer`: a sweep with sliders and dropdowns bound to Altair parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from typing import Any, Iterable, Mapping
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+try:  # the site's offline renderer (deterministic div ids, local vega bundle)
+    from models import render as _render
+
+    _render.enable()
+except ImportError:  # pragma: no cover - render.py not written yet
+    pass
+
+__all__ = [
+    "STATES", "STATE_COLORS", "label", "timeline", "timeline_compare", "wait_distribution",
+    "throughput_vs", "dmv_table", "explorer", "wait_summary",
+]
+
+# Fixed order and colour-blind-safe colours (Okabe-Ito), so a state has one colour in every chart.
+STATES = ("running", "runnable", "spinning", "backoff", "suspended")
+STATE_COLORS = {
+    "running": "#009E73",    # bluish green: doing work on a CPU
+    "runnable": "#E69F00",   # orange: ready, waiting for its scheduler (signal wait)
+    "spinning": "#D55E00",   # vermillion: burning CPU on the latch
+    "backoff": "#CC79A7",    # reddish purple: paused between spin rounds
+    "suspended": "#56B4E9",  # sky blue: off the CPU, queued on the latch
+}
+SERIES_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+
+_METRIC_LABELS = {
+    "elapsed_ms": "elapsed time (ms)",
+    "throughput_per_s": "throughput (per second)",
+    "acquires": "latch acquires (count)",
+    "waiting_requests_count": "waiting requests (count)",
+    "waiting_tasks_count": "waiting tasks (count)",
+    "wait_time_ms": "total latch wait (ms)",
+    "max_wait_time_ms": "max latch wait (ms)",
+    "p50_wait_ms": "median latch wait (ms)",
+    "p95_wait_ms": "p95 latch wait (ms)",
+    "p99_wait_ms": "p99 latch wait (ms)",
+    "mean_wait_ms": "mean latch wait (ms)",
+    "signal_wait_time_ms": "signal wait (ms)",
+    "collisions": "spin collisions (count)",
+    "spins": "spins (count)",
+    "backoffs": "back-offs (count)",
+    "policy": "latch policy",
+    "schedulers": "schedulers (count)",
+    "workers": "workers (count)",
+    "maxdop": "MAXDOP (workers)",
+}
+_SUFFIX_UNITS = (("_per_s", "per second"), ("_ms", "ms"), ("_us", "µs"), ("_count", "count"))
+
+
+@functools.lru_cache(maxsize=1)
+def _catalogue_units() -> dict[str, tuple[str, str]]:
+    """Parameter name -> (kind, unit) over every scenario, if the engine is importable."""
+    try:
+        import models
+    except ImportError:  # pragma: no cover
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for scenario in models.scenarios().values():
+        for p in scenario.params:
+            found.setdefault(p.name, (p.kind, p.unit))
+    return found
+
+
+def label(column: str, labels: Mapping[str, str] | None = None) -> str:
+    """A readable axis or input label with its unit, e.g. 'hold_ms' -> 'hold (ms)'."""
+    if labels and column in labels:
+        return labels[column]
+    if column in _METRIC_LABELS:
+        return _METRIC_LABELS[column]
+    words = column
+    unit = ""
+    for suffix, suffix_unit in _SUFFIX_UNITS:
+        if column.endswith(suffix):
+            words, unit = column[: -len(suffix)], suffix_unit
+            break
+    kind, cat_unit = _catalogue_units().get(column, ("", ""))
+    if cat_unit:
+        unit = "µs" if cat_unit == "us" else cat_unit
+    elif not unit and kind == "int":
+        unit = "count"
+    words = words.replace("_", " ")
+    return f"{words} ({unit})" if unit else words
+
+
+def _palette(n: int) -> list[str]:
+    """n series colours from the fixed colour-blind-safe list (repeating past eight)."""
+    return [SERIES_COLORS[k % len(SERIES_COLORS)] for k in range(n)]
+
+
+def _title(title: str, caption: str) -> alt.TitleParams:
+    """The chart title with the caption as its subtitle (shown on the static site)."""
+    return alt.TitleParams(text=title, subtitle=caption, anchor="start", subtitleFontStyle="italic")
+
+
+def _records(df: pd.DataFrame) -> alt.Data:
+    """Inline data as plain JSON values (no row limit, no hashed dataset names)."""
+    return alt.Data(values=json.loads(df.to_json(orient="records", double_precision=10)))
+
+
+def _empty(title: str, caption: str, message: str) -> alt.Chart:
+    """A chart that says there is nothing to draw, with the usual title."""
+    return (alt.Chart(alt.Data(values=[{"message": message}]))
+            .mark_text(align="left", fontSize=13, color="#555")
+            .encode(text="message:N")
+            .properties(title=_title(title, caption), width=400, height=40))
+
+
+def _slug(text: str) -> str:
+    """A short identifier from free text (for ids and parameter names)."""
+    slug = re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()
+    return slug[:40] or "table"
+
+
+# ---------------------------------------------------------------- timeline
+
+def _trace_frame(trace: Any) -> pd.DataFrame | None:
+    """The trace DataFrame from a Result or a DataFrame (None if there is none)."""
+    if trace is not None and not isinstance(trace, pd.DataFrame):
+        trace = getattr(trace, "trace", None)
+    if trace is None or len(trace) == 0:
+        return None
+    return trace
+
+
+def _timeline_rows(trace: pd.DataFrame, until_ms: float | None, max_workers: int | None) -> pd.DataFrame:
+    """Trace rows with a 'row' label 'W3 @ S1', plain-string states, a time window and a row limit."""
+    df = trace[["worker", "scheduler", "state", "start_ms", "end_ms"]].copy()
+    df["state"] = df["state"].astype(str)
+    if max_workers is not None:
+        df = df[df["worker"].isin(sorted(df["worker"].unique())[:max_workers])]
+    if until_ms is not None:
+        df = df[df["start_ms"] < until_ms]
+        df["end_ms"] = df["end_ms"].clip(upper=until_ms)
+    df["row"] = "W" + df["worker"].astype(str) + " @ S" + df["scheduler"].astype(str)
+    df["duration_ms"] = df["end_ms"] - df["start_ms"]
+    df[["start_ms", "end_ms", "duration_ms"]] = df[["start_ms", "end_ms", "duration_ms"]].round(4)  # 0.1 µs
+    return df.sort_values(["worker", "start_ms"], kind="stable").reset_index(drop=True)
+
+
+def _row_order(df: pd.DataFrame) -> list[str]:
+    """Row labels in worker order (a worker's first scheduler first)."""
+    return list(dict.fromkeys(df.sort_values(["worker", "start_ms"], kind="stable")["row"]))
+
+
+def _state_color() -> alt.Color:
+    """The worker-state colour channel with the fixed state order and palette."""
+    return alt.Color("state:N", title="worker state",
+                     scale=alt.Scale(domain=list(STATES), range=[STATE_COLORS[s] for s in STATES]),
+                     sort=list(STATES), legend=alt.Legend(orient="top"))
+
+
+def _gantt(data: Any, order: list[str], *, x_title: str) -> alt.Chart:
+    """The bare Gantt layer: one bar per state interval."""
+    return alt.Chart(data).mark_bar(height={"band": 0.8}).encode(
+        x=alt.X("start_ms:Q", title=x_title),
+        x2="end_ms:Q",
+        y=alt.Y("row:N", title="worker @ scheduler", sort=order),
+        color=_state_color(),
+        tooltip=[alt.Tooltip("row:N", title="worker"), alt.Tooltip("state:N"),
+                 alt.Tooltip("start_ms:Q", title="from (ms)", format=",.3f"),
+                 alt.Tooltip("duration_ms:Q", title="for (ms)", format=",.3f")],
+    )
+
+
+def timeline(trace: Any, *, title: str = "Worker states over time", caption: str | None = None,
+             by_scheduler: bool = False, until_ms: float | None = None,
+             max_workers: int | None = 40, width: int = 640, row_height: int = 16) -> alt.Chart | alt.FacetChart:
+    """A Gantt chart of worker states from Result.trace (or the Result), to show who runs and who waits.
+
+    ``until_ms`` cuts the time window, ``max_workers`` keeps the lowest-numbered workers (a convoy run
+    has one worker per request), ``by_scheduler`` gives one row block per scheduler.
+    """
+    caption = caption or ("Each bar is one worker's state over time: green runs, orange waits for its "
+                          "scheduler, vermillion spins, blue is suspended on the latch.")
+    df = _trace_frame(trace)
+    if df is not None:
+        df = _timeline_rows(df, until_ms, max_workers)
+    if df is None or df.empty:
+        return _empty(title, caption, "No trace recorded: run the model with trace_events > 0.")
+    x_title = "simulated time (ms)"
+    if by_scheduler:
+        base = _gantt(_records(df), _row_order(df), x_title=x_title).properties(
+            width=width, height=alt.Step(row_height))
+        return (base.facet(row=alt.Row("scheduler:O", title="scheduler",
+                                       header=alt.Header(labelExpr="'S' + datum.value")))
+                .resolve_scale(y="independent").properties(title=_title(title, caption)))
+    return _gantt(_records(df), _row_order(df), x_title=x_title).properties(
+        title=_title(title, caption), width=width, height=alt.Step(row_height))
+
+
+def timeline_compare(traces: Mapping[str, Any], *, title: str = "Worker states, side by side",
+                     caption: str | None = None, until_ms: float | None = None,
+                     max_workers: int | None = 40, width: int = 640, row_height: int = 14
+                     ) -> alt.Chart | alt.FacetChart:
+    """Timelines of several runs stacked on one shared time axis, e.g. {'fair': res1, 'unfair': res2}."""
+    caption = caption or ("The same workload under each setting, on one time axis: compare how much "
+                          "of each row is green (running) against blue (suspended) or vermillion (spinning).")
+    frames = []
+    for name, trace in traces.items():
+        df = _trace_frame(trace)
+        if df is not None:
+            frames.append(_timeline_rows(df, until_ms, max_workers).assign(run=str(name)))
+    if not frames:
+        return _empty(title, caption, "No trace recorded: run the models with trace_events > 0.")
+    df = pd.concat(frames, ignore_index=True)
+    order = list(dict.fromkeys(r for f in frames for r in _row_order(f)))
+    base = _gantt(_records(df), order, x_title="simulated time (ms)").properties(
+        width=width, height=alt.Step(row_height))
+    return (base.facet(row=alt.Row("run:N", title=None, sort=[str(k) for k in traces],
+                                   header=alt.Header(labelFontWeight="bold", labelAngle=0,
+                                                     labelAlign="left", labelOrient="top")))
+            .resolve_scale(y="independent", x="shared")
+            .properties(title=_title(title, caption)))
+
+
+# ---------------------------------------------------------------- waits
+
+def _waits(item: Any) -> np.ndarray:
+    """The per-acquire waits in ms from a Result or an array-like."""
+    values = getattr(item, "acquire_wait_ms", item)
+    return np.asarray(values, dtype=float).ravel()
+
+
+def wait_summary(results: Mapping[str, Any]) -> pd.DataFrame:
+    """p50, p99 and max per-acquire wait (ms) for each labelled run or array."""
+    rows = []
+    for name, item in results.items():
+        w = _waits(item)
+        if w.size:
+            rows.append({"run": str(name), "acquires": int(w.size),
+                         "p50_ms": float(np.percentile(w, 50)), "p99_ms": float(np.percentile(w, 99)),
+                         "max_ms": float(w.max())})
+    return pd.DataFrame(rows, columns=["run", "acquires", "p50_ms", "p99_ms", "max_ms"])
+
+
+def _ecdf(name: str, w: np.ndarray, max_points: int) -> pd.DataFrame:
+    """An ECDF thinned to at most max_points steps (always keeping the first and last)."""
+    w = np.sort(w)
+    idx = np.unique(np.round(np.linspace(0, w.size - 1, min(w.size, max_points))).astype(int))
+    return pd.DataFrame({"run": name, "wait_ms": w[idx], "percent": 100.0 * (idx + 1) / w.size})
+
+
+def _symlog_ticks(top: float, constant: float) -> list[float]:
+    """Axis ticks 0, then 1-2-5 steps (or powers of ten over a wide span) from the symlog constant up to top."""
+    low = 10.0 ** math.floor(math.log10(constant))
+    decades = max(0, math.ceil(math.log10(max(top, low) / low)))
+    mults = (1, 2, 5) if decades <= 3 else (1,)
+    ticks = [0.0] + [round(m * low * 10.0 ** k, 12) for k in range(decades + 1) for m in mults]
+    return [t for t in ticks if t <= top * 1.0001] or [0.0]
+
+
+def wait_distribution(results: Mapping[str, Any], *, title: str = "Latch wait per acquire",
+                      caption: str | None = None, max_points: int = 400, width: int = 560,
+                      height: int = 280, symlog_constant_ms: float = 0.01) -> alt.Chart | alt.LayerChart:
+    """ECDF of per-acquire latch waits (Result.acquire_wait_ms) per run, with p50, p99 and max marked."""
+    caption = caption or ("How long an acquire waited for the latch: the curve's height at a wait is the "
+                          "share of acquires that waited at most that long; markers show p50, p99 and max.")
+    frames = [_ecdf(str(k), w, max_points) for k, w in ((k, _waits(v)) for k, v in results.items()) if w.size]
+    if not frames:
+        return _empty(title, caption, "No acquires recorded.")
+    curve = pd.concat(frames, ignore_index=True)
+    stats = wait_summary(results)
+    marks = stats.melt(id_vars=["run"], value_vars=["p50_ms", "p99_ms", "max_ms"],
+                       var_name="statistic", value_name="wait_ms")
+    marks["statistic"] = marks["statistic"].str.replace("_ms", "", regex=False)
+    marks["percent"] = marks["statistic"].map({"p50": 50.0, "p99": 99.0, "max": 100.0})
+    names = [str(k) for k in results]
+    color = alt.Color("run:N", title="run", sort=names,
+                      scale=alt.Scale(domain=names, range=_palette(len(names))))
+    x = alt.X("wait_ms:Q", title="wait from request to running with the latch (ms, symlog scale)",
+              scale=alt.Scale(type="symlog", constant=symlog_constant_ms),
+              axis=alt.Axis(values=_symlog_ticks(float(curve["wait_ms"].max()), symlog_constant_ms)))
+    y = alt.Y("percent:Q", title="acquires waiting at most this long (%)", scale=alt.Scale(domain=[0, 100]))
+    line = alt.Chart(_records(curve)).mark_line(interpolate="step-after").encode(x=x, y=y, color=color)
+    points = alt.Chart(_records(marks)).mark_point(size=70, filled=True).encode(
+        x=x, y=y, color=color,
+        shape=alt.Shape("statistic:N", title="marker", sort=["p50", "p99", "max"],
+                        scale=alt.Scale(domain=["p50", "p99", "max"], range=["circle", "diamond", "triangle-up"])),
+        tooltip=[alt.Tooltip("run:N"), alt.Tooltip("statistic:N"),
+                 alt.Tooltip("wait_ms:Q", title="wait (ms)", format=",.3f")])
+    return alt.layer(line, points).properties(title=_title(title, caption), width=width, height=height)
+
+
+# ---------------------------------------------------------------- metric vs parameter
+
+def _reference_layers(reference: Any, x: str, y: str, y_scale: alt.Scale) -> list[alt.Chart]:
+    """Dashed reference curves (DataFrame with x, y[, label]) or horizontal rules (dict label -> value)."""
+    if reference is None:
+        return []
+    if isinstance(reference, pd.DataFrame):
+        ref = reference.copy()
+        if "label" not in ref:
+            ref["label"] = "reference"
+        return [alt.Chart(_records(ref[[x, y, "label"]])).mark_line(strokeDash=[6, 4], color="#333").encode(
+            x=f"{x}:Q", y=alt.Y(f"{y}:Q", scale=y_scale), detail="label:N",
+            tooltip=["label:N", alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=",.4g")])]
+    rules = pd.DataFrame({"label": [str(k) for k in reference], "value": [float(v) for v in reference.values()]})
+    rule = alt.Chart(_records(rules)).mark_rule(strokeDash=[6, 4], color="#333").encode(
+        y=alt.Y("value:Q", scale=y_scale), tooltip=["label:N", alt.Tooltip("value:Q", format=",.4g")])
+    text = alt.Chart(_records(rules)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
+        y=alt.Y("value:Q", scale=y_scale), x=alt.value(0), text="label:N")
+    return [rule, text]
+
+
+def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: str | None = None, *,
+                  reference: pd.DataFrame | Mapping[str, float] | None = None, title: str | None = None,
+                  caption: str | None = None, labels: Mapping[str, str] | None = None,
+                  log_x: bool = False, log_y: bool = False, width: int = 520, height: int = 300) -> alt.LayerChart:
+    """A line chart of a metric against a parameter (optionally one line per `color`), with reference lines."""
+    missing = [c for c in (x, y, color) if c is not None and c not in df.columns]
+    if missing:
+        raise ValueError(f"throughput_vs: columns {missing} are not in the DataFrame ({list(df.columns)})")
+    title = title or f"{label(y, labels).split(' (')[0].capitalize()} against {label(x, labels).split(' (')[0]}"
+    caption = caption or f"How {label(y, labels).split(' (')[0]} changes as {label(x, labels).split(' (')[0]} rises."
+    cols = [c for c in dict.fromkeys([x, y, color]) if c is not None]
+    x_scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    y_scale = alt.Scale(type="log") if log_y else alt.Scale()
+    enc: dict[str, Any] = {
+        "x": alt.X(f"{x}:Q", title=label(x, labels), scale=x_scale),
+        "y": alt.Y(f"{y}:Q", title=label(y, labels), scale=y_scale),
+        "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}", title=label(c, labels))
+                    for c in cols],
+    }
+    if color is not None:
+        enc["color"] = alt.Color(f"{color}:N", title=label(color, labels),
+                                 scale=alt.Scale(range=list(SERIES_COLORS)))
+    lines = alt.Chart(_records(df[cols].sort_values(x, kind="stable"))).mark_line(point=True).encode(**enc)
+    return alt.layer(lines, *_reference_layers(reference, x, y, y_scale)).properties(
+        title=_title(title, caption), width=width, height=height)
+
+
+# ---------------------------------------------------------------- DMV tables
+
+class DMVTable(Styler):
+    """A pandas Styler whose plain-text form is the formatted table (not an object address)."""
+
+    def __repr__(self) -> str:
+        return self.to_string(delimiter="  ")
+
+
+def _column_format(name: str, series: pd.Series) -> str | None:
+    """The display format of one DMV column: ms rounded, counts with thousands separators."""
+    if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return None
+    if name.endswith("_ms") or name.endswith("_per_s"):
+        return "{:,.3f}" if name.endswith("_ms") else "{:,.1f}"
+    if pd.api.types.is_integer_dtype(series) or (series.dropna() == series.dropna().round()).all():
+        return "{:,.0f}"
+    return "{:,.3f}"
+
+
+def dmv_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTable:
+    """A DMV-shaped DataFrame as a readable, deterministic HTML table (thousands separators, ms rounded)."""
+    formats = {c: f for c in df.columns if (f := _column_format(c, df[c])) is not None}
+    styler = DMVTable(df.reset_index(drop=True), uuid=_slug(title), cell_ids=False)
+    styler = styler.format(formats, na_rep="").hide(axis="index")
+    text = f"{title}: {caption}" if caption else title
+    styler = styler.set_caption(text).set_table_styles([
+        {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},
+        {"selector": "th", "props": "text-align: right; padding: 2px 8px;"},
+        {"selector": "td", "props": "text-align: right; padding: 2px 8px; font-variant-numeric: tabular-nums;"},
+    ])
+    return styler
+
+
+# ---------------------------------------------------------------- static explorer
+
+def _grid_values(series: pd.Series) -> list[Any]:
+    """Sorted unique values as plain Python numbers or strings."""
+    values = sorted(series.dropna().unique().tolist())
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+def _is_uniform(values: list[float]) -> bool:
+    """True when the numeric grid is evenly spaced (so a plain range slider hits every value)."""
+    if len(values) < 2:
+        return False
+    steps = np.diff(np.asarray(values, dtype=float))
+    return bool(np.allclose(steps, steps[0], rtol=1e-9, atol=0.0) and steps[0] > 0)
+
+
+def _fmt(v: Any) -> str:
+    """A grid value as short text."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _unit_of(text: str) -> str:
+    """The unit in a label 'name (unit)', or ''."""
+    m = re.search(r"\(([^)]*)\)\s*$", text)
+    return m.group(1) if m and m.group(1) != "count" else ""
+
+
+def _slider(col: str, values: list[Any], start: Any, labels: Mapping[str, str] | None
+            ) -> tuple[alt.Parameter, str, str]:
+    """An Altair parameter bound to a range input, its filter expression and its readout expression."""
+    name = f"s_{_slug(col)}"
+    text = label(col, labels)
+    unit = _unit_of(text)
+    if _is_uniform(values):
+        step = values[1] - values[0]
+        bind = alt.binding_range(min=values[0], max=values[-1], step=step, name=f"{text} ")
+        param = alt.param(name=name, value=start, bind=bind)
+        return param, f"abs(datum[{json.dumps(col)}] - {name}) < {step / 2!r}", _with_unit(name, unit)
+    listed = " · ".join(_fmt(v) for v in values)
+    bind = alt.binding_range(min=0, max=len(values) - 1, step=1, name=f"{text}: {listed}; position ")
+    param = alt.param(name=name, value=values.index(start), bind=bind)
+    array = json.dumps(values)
+    readout = f"{array}[{name}]"
+    return param, f"datum[{json.dumps(col)}] == {readout}", _with_unit(readout, unit)
+
+
+def _dropdown(col: str, values: list[Any], start: Any, labels: Mapping[str, str] | None
+              ) -> tuple[alt.Parameter, str, str]:
+    """An Altair parameter bound to a select input, its filter expression and its readout expression."""
+    name = f"d_{_slug(col)}"
+    bind = alt.binding_select(options=values, labels=[_fmt(v) for v in values], name=f"{label(col, labels)} ")
+    param = alt.param(name=name, value=start, bind=bind)
+    return param, f"datum[{json.dumps(col)}] == {name}", _with_unit(name, _unit_of(label(col, labels)))
+
+
+def _with_unit(expr: str, unit: str) -> str:
+    """A readout expression followed by its unit, if any."""
+    return expr + (f" + ' {unit}'" if unit else "")
+
+
+def _start(col: str, values: list[Any], defaults: Mapping[str, Any] | None) -> Any:
+    """The initial input value: the given default, else the catalogue default, else the middle value."""
+    wanted = (defaults or {}).get(col)
+    if wanted is None:
+        try:
+            import models
+
+            for scenario in models.scenarios().values():
+                for p in scenario.params:
+                    if p.name == col and p.default in values:
+                        wanted = p.default
+                        break
+                if wanted is not None:
+                    break
+        except ImportError:  # pragma: no cover
+            pass
+    if wanted is not None and wanted not in values:
+        raise ValueError(f"explorer: default {col}={wanted!r} is not a grid value; use one of {values}")
+    return wanted if wanted is not None else values[(len(values) - 1) // 2]
+
+
+def _check_unique(df: pd.DataFrame, keys: list[str]) -> None:
+    """Fail when the inputs leave more than one row per point (a grid dimension without an input)."""
+    dup = df.duplicated(subset=keys, keep=False)
+    if dup.any():
+        raise ValueError(
+            "explorer: several rows share the same x, colour, slider and dropdown values "
+            f"(e.g. {df.loc[dup, keys].iloc[0].to_dict()}); add the remaining grid parameter as a "
+            "slider or dropdown, or filter the DataFrame first")
+
+
+def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), dropdowns: Iterable[str] = (),
+             color: str | None = None, *, y2: str | None = None, title: str | None = None,
+             caption: str | None = None, labels: Mapping[str, str] | None = None,
+             defaults: Mapping[str, Any] | None = None, log_x: bool = False, log_y: bool = False,
+             fixed_y: bool = True, width: int = 440, height: int = 280) -> alt.VConcatChart:
+    """A static explorer over a precomputed sweep: sliders and dropdowns are Altair parameters bound to inputs."""
+    sliders, dropdowns = list(sliders), list(dropdowns)
+    inputs = sliders + dropdowns
+    keys = [c for c in dict.fromkeys([x, color, *inputs]) if c is not None]
+    metrics = [m for m in (y, y2) if m is not None]
+    missing = [c for c in keys + metrics if c not in df.columns]
+    if missing:
+        raise ValueError(f"explorer: columns {missing} are not in the DataFrame ({list(df.columns)})")
+    data = df[keys + [m for m in metrics if m not in keys]].reset_index(drop=True)
+    _check_unique(data, keys)
+    title = title or f"Explore {label(y, labels).split(' (')[0]} against {label(x, labels).split(' (')[0]}"
+    caption = caption or "Move the sliders and pick from the lists below the chart: it redraws with no kernel."
+    params, filters, readouts = [], [], []
+    for col in inputs:
+        values = _grid_values(data[col])
+        make = _slider if col in sliders else _dropdown
+        param, expr, readout = make(col, values, _start(col, values, defaults), labels)
+        params.append(param)
+        filters.append(expr)
+        readouts.append(f"'{label(col, labels).split(' (')[0]} = ' + {readout}")
+    keep = " && ".join(f"({f})" for f in filters) or "true"
+    panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height)
+              for m in metrics]
+    panels[0] = panels[0].add_params(*params)
+    shown = " + '   ·   ' + ".join(readouts) or "'all rows'"
+    readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"'Showing: ' + {shown}")
+               .mark_text(align="left", fontSize=12, color="#333").encode(text="showing:N", x=alt.value(0))
+               .properties(width=width, height=16, view=alt.ViewBackground(strokeWidth=0)))
+    body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
+    return alt.vconcat(readout, body).properties(title=_title(title, caption))
+
+
+def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
+                    labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
+                    width: int, height: int) -> alt.Chart:
+    """One explorer panel: y against x over the rows the inputs select."""
+    y_domain = alt.Undefined
+    if fixed_y:
+        ys = data[y].dropna()
+        ys = ys[ys > 0] if log_y else ys
+        if len(ys):
+            low, high = float(ys.min()), float(ys.max())
+            y_domain = [low, high] if log_y else [min(0.0, low), high if high > low else low + 1.0]
+    enc: dict[str, Any] = {
+        "x": alt.X(f"{x}:Q", title=label(x, labels), scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False)),
+        "y": alt.Y(f"{y}:Q", title=label(y, labels),
+                   scale=alt.Scale(type="log" if log_y else "linear", domain=y_domain, clamp=True)),
+        "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(data[c]) else 'N'}",
+                                title=label(c, labels)) for c in dict.fromkeys([x, y, color]) if c],
+    }
+    if color is not None:
+        values = _grid_values(data[color])
+        enc["color"] = alt.Color(f"{color}:N", title=label(color, labels), sort=values,
+                                 scale=alt.Scale(domain=values, range=_palette(len(values))))
+    return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
+            .properties(width=width, height=height))
+

@@ -1,0 +1,234 @@
+"""Chart specs carry units, captions, fixed state colours, bound inputs and filters, and are deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import vl_convert
+
+import models
+from models import charts
+
+
+@pytest.fixture(scope="module")
+def fair() -> models.Result:
+    return models.run("convoy", requests=150, arrival_rate_per_s=480, trace_events=300, seed=3)
+
+
+@pytest.fixture(scope="module")
+def unfair() -> models.Result:
+    return models.run("convoy", requests=150, arrival_rate_per_s=480, trace_events=300, seed=3, policy="unfair")
+
+
+def sweep() -> pd.DataFrame:
+    """A fake sweep: a non-uniform hold grid, a uniform scheduler grid, two policies, four rates."""
+    rows = []
+    for policy in ("fair", "unfair"):
+        for hold in (0.5, 1.0, 2.0, 5.0):
+            for sched in (2, 4, 6):
+                for rate in (100.0, 200.0, 300.0, 400.0):
+                    rows.append({"policy": policy, "hold_ms": hold, "schedulers": sched,
+                                 "arrival_rate_per_s": rate, "throughput_per_s": rate / hold + sched,
+                                 "p99_wait_ms": hold * rate / 100 + (policy == "unfair")})
+    return pd.DataFrame(rows)
+
+
+def svg(chart) -> str:
+    return vl_convert.vegalite_to_svg(chart.to_dict())
+
+
+# ------------------------------------------------------------ labels
+
+@pytest.mark.parametrize("column, expected", [
+    ("hold_ms", "hold (ms)"), ("arrival_rate_per_s", "arrival rate (req/s)"), ("wakeup_us", "wakeup (µs)"),
+    ("p99_wait_ms", "p99 latch wait (ms)"), ("workers", "workers (count)"), ("policy", "latch policy"),
+])
+def test_label_has_unit(column, expected):
+    assert charts.label(column) == expected
+    assert charts.label(column, {column: "custom (s)"}) == "custom (s)"
+
+
+# ------------------------------------------------------------ timeline
+
+def test_timeline_encodings_titles_and_fixed_palette(fair):
+    spec = charts.timeline(fair).to_dict()
+    enc = spec["encoding"]
+    assert enc["x"]["field"] == "start_ms" and enc["x2"]["field"] == "end_ms"
+    assert "(ms)" in enc["x"]["title"]
+    assert enc["color"]["scale"]["domain"] == list(charts.STATES)
+    assert enc["color"]["scale"]["range"] == [charts.STATE_COLORS[s] for s in charts.STATES]
+    assert spec["title"]["text"] and spec["title"]["subtitle"]
+    rows = [r["row"] for r in spec["data"]["values"]]
+    assert rows[0].startswith("W0 @ S")
+    assert "<rect" in svg(charts.timeline(fair)) or "<path" in svg(charts.timeline(fair))
+
+
+def test_timeline_rows_sorted_by_worker_number_not_text():
+    trace = pd.DataFrame({"worker": [10, 2, 2], "scheduler": [1, 0, 0],
+                          "state": ["running", "suspended", "running"],
+                          "start_ms": [0.0, 0.0, 1.0], "end_ms": [1.0, 1.0, 2.0]})
+    spec = charts.timeline(trace).to_dict()
+    assert spec["encoding"]["y"]["sort"] == ["W2 @ S0", "W10 @ S1"]
+
+
+def test_timeline_window_and_worker_limit(fair):
+    spec = charts.timeline(fair, until_ms=5.0, max_workers=3).to_dict()
+    values = spec["data"]["values"]
+    assert max(v["end_ms"] for v in values) <= 5.0
+    assert len({v["worker"] for v in values}) <= 3
+
+
+@pytest.mark.parametrize("trace", [None, pd.DataFrame(columns=["worker", "scheduler", "state", "start_ms", "end_ms"])])
+def test_timeline_empty_trace_says_so(trace):
+    chart = charts.timeline(trace)
+    spec = chart.to_dict()
+    assert "trace_events" in spec["data"]["values"][0]["message"]
+    assert spec["title"]["text"] == "Worker states over time"
+    svg(chart)
+
+
+def test_timeline_by_scheduler_facets(fair):
+    spec = charts.timeline(fair, by_scheduler=True).to_dict()
+    assert spec["facet"]["row"]["field"] == "scheduler"
+
+
+def test_timeline_compare_shares_x_and_keeps_order(fair, unfair):
+    chart = charts.timeline_compare({"fair": fair, "unfair": unfair.trace, "none": None})
+    spec = chart.to_dict()
+    assert spec["facet"]["row"]["field"] == "run"
+    assert spec["facet"]["row"]["sort"] == ["fair", "unfair", "none"]
+    assert spec["resolve"]["scale"]["x"] == "shared"
+    assert {v["run"] for v in spec["data"]["values"]} == {"fair", "unfair"}
+    svg(chart)
+
+
+# ------------------------------------------------------------ waits
+
+def test_wait_distribution_marks_percentiles(fair, unfair):
+    waits = np.concatenate([np.zeros(50), np.linspace(0.1, 30.0, 1000)])
+    chart = charts.wait_distribution({"fair": fair, "array": waits}, max_points=100)
+    spec = chart.to_dict()
+    line, points = spec["layer"]
+    assert line["encoding"]["x"]["scale"]["type"] == "symlog"
+    assert "(ms" in line["encoding"]["x"]["title"] and "(%)" in line["encoding"]["y"]["title"]
+    curve = pd.DataFrame(line["data"]["values"])
+    assert (curve.groupby("run").size() <= 100).all()
+    assert curve.groupby("run")["percent"].max().tolist() == [100.0, 100.0]
+    marks = pd.DataFrame(points["data"]["values"]).set_index(["run", "statistic"])["wait_ms"]
+    assert marks["array", "p50"] == pytest.approx(np.percentile(waits, 50))
+    assert marks["array", "p99"] == pytest.approx(np.percentile(waits, 99))
+    assert marks["array", "max"] == pytest.approx(30.0)
+    assert marks["fair", "max"] == pytest.approx(fair.acquire_wait_ms.max())
+    assert spec["title"]["subtitle"]
+    svg(chart)
+
+
+def test_wait_distribution_with_no_acquires():
+    spec = charts.wait_distribution({"x": np.array([])}).to_dict()
+    assert spec["data"]["values"][0]["message"] == "No acquires recorded."
+
+
+# ------------------------------------------------------------ metric vs parameter
+
+def test_throughput_vs_with_rule_and_curve_references():
+    df = sweep().query("policy == 'fair' and schedulers == 2")
+    ref = pd.DataFrame({"arrival_rate_per_s": [100.0, 400.0], "throughput_per_s": [100.0, 400.0],
+                        "label": ["offered load", "offered load"]})
+    chart = charts.throughput_vs(df, "arrival_rate_per_s", color="hold_ms", reference={"capacity 1/hold": 500.0})
+    spec = chart.to_dict()
+    lines, rule, text = spec["layer"]
+    assert lines["encoding"]["x"]["title"] == "arrival rate (req/s)"
+    assert lines["encoding"]["y"]["title"] == "throughput (per second)"
+    assert lines["encoding"]["color"]["field"] == "hold_ms"
+    assert rule["mark"]["type"] == "rule" and rule["data"]["values"] == [{"label": "capacity 1/hold", "value": 500.0}]
+    curve = charts.throughput_vs(df[df.hold_ms == 2.0], "arrival_rate_per_s", reference=ref).to_dict()
+    assert curve["layer"][1]["mark"]["strokeDash"] == [6, 4]
+    with pytest.raises(ValueError, match="nope"):
+        charts.throughput_vs(df, "nope")
+    svg(chart)
+
+
+# ------------------------------------------------------------ DMV tables
+
+def test_dmv_table_formats_and_is_deterministic():
+    df = pd.DataFrame({"latch_class": ["CONVOY_LATCH"], "waiting_requests_count": [1234567],
+                       "wait_time_ms": [12345.678912], "p99_wait_ms": [0.0004]})
+    table = charts.dmv_table(df, "sys.dm_os_latch_stats")
+    out = table.to_html()
+    assert "1,234,567" in out and "12,345.679" in out and "0.000" in out
+    assert 'id="T_sys_dm_os_latch_stats"' in out
+    assert out == charts.dmv_table(df, "sys.dm_os_latch_stats").to_html()
+    assert "object at 0x" not in repr(table) and "1,234,567" in repr(table)
+    assert "sys.dm_os_latch_stats" in out
+
+
+def test_dmv_table_on_real_result(fair):
+    out = charts.dmv_table(fair.wait_stats, "sys.dm_os_wait_stats").to_html()
+    assert "LATCH_EX" in out and "SOS_SCHEDULER_YIELD" in out
+
+
+# ------------------------------------------------------------ explorer
+
+def test_explorer_binds_inputs_with_units_and_ranges():
+    chart = charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms", "schedulers"],
+                            dropdowns=["policy"], y2="p99_wait_ms")
+    spec = chart.to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    hold = params["s_hold_ms"]  # non-uniform grid: a slider over the value's position
+    assert hold["bind"]["input"] == "range"
+    assert (hold["bind"]["min"], hold["bind"]["max"], hold["bind"]["step"]) == (0, 3, 1)
+    assert "(ms)" in hold["bind"]["name"] and "0.5 · 1 · 2 · 5" in hold["bind"]["name"]
+    assert hold["value"] == 2  # the catalogue default 2 ms is the third grid value
+    sched = params["s_schedulers"]  # uniform grid: a slider over the values themselves
+    assert (sched["bind"]["min"], sched["bind"]["max"], sched["bind"]["step"]) == (2, 6, 2)
+    assert params["d_policy"]["bind"] == {"input": "select", "options": ["fair", "unfair"],
+                                          "labels": ["fair", "unfair"], "name": "latch policy "}
+    panels = spec["vconcat"][1]["hconcat"]
+    assert [p["encoding"]["y"]["field"] for p in panels] == ["throughput_per_s", "p99_wait_ms"]
+    for p in panels:
+        expr = p["transform"][0]["filter"]
+        assert "s_hold_ms" in expr and "s_schedulers" in expr and "d_policy" in expr
+    assert spec["title"]["text"] and spec["title"]["subtitle"]
+    assert "s_hold_ms" in spec["vconcat"][0]["transform"][0]["calculate"]
+
+
+def test_explorer_slider_moves_the_chart():
+    df = sweep().query("schedulers == 4")
+    chart = charts.explorer(df, "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms"], color="policy")
+    spec = chart.to_dict()
+    first = vl_convert.vegalite_to_svg(spec)
+    spec["params"][0]["value"] = 0
+    moved = vl_convert.vegalite_to_svg(spec)
+    assert "<path" in first and first != moved
+
+
+def test_explorer_numeric_colour_column_gets_distinct_colours():
+    chart = charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["schedulers"],
+                            dropdowns=["policy"], color="hold_ms")
+    spec = chart.to_dict()
+    assert spec["vconcat"][1]["encoding"]["color"]["scale"]["domain"] == [0.5, 1.0, 2.0, 5.0]
+    drawn = svg(chart)
+    assert sum(colour.lower() in drawn.lower() for colour in charts.SERIES_COLORS[:4]) == 4
+
+
+def test_explorer_rejects_an_unbound_grid_dimension_and_bad_defaults():
+    with pytest.raises(ValueError, match="several rows"):
+        charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms"], dropdowns=["policy"])
+    with pytest.raises(ValueError, match="not a grid value"):
+        charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms", "schedulers"],
+                        dropdowns=["policy"], defaults={"hold_ms": 3.0})
+
+
+def test_specs_are_deterministic(fair):
+    def build():
+        return [charts.timeline(fair), charts.wait_distribution({"a": fair}),
+                charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s",
+                                sliders=["hold_ms", "schedulers"], dropdowns=["policy"])]
+    first = [c.to_json() for c in build()]
+    assert first == [c.to_json() for c in build()]
+    for text in first:
+        assert '"param_' not in text and '"view_' not in text and '"data-' not in text
+        json.loads(text)
