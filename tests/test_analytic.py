@@ -1,0 +1,63 @@
+"""The closed forms themselves, against hand-computed values and each other."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import analytic
+
+
+def test_single_server_formulas():
+    assert analytic.mm1(0.5, 1.0).mean_wait == pytest.approx(1.0)
+    assert analytic.md1(0.5, 1.0).mean_wait == pytest.approx(0.5)
+    m = analytic.md1(0.4, 2.0)  # the convoy chapter's 400 req/s on a 2 ms latch
+    assert m.utilisation == pytest.approx(0.8) and m.mean_wait == pytest.approx(4.0)
+    assert m.mean_queue_length == pytest.approx(0.4 * 4.0)
+
+
+def test_erlang_c():
+    # One server: Erlang C is the utilisation and M/M/c is M/M/1.
+    assert analytic.erlang_c(1, 0.7) == pytest.approx(0.7)
+    assert analytic.mmc(0.7, 1.0, 1).mean_wait == pytest.approx(analytic.mm1(0.7, 1.0).mean_wait)
+    # Two servers, a = 1: P(wait) = a^2 / (2 (2 - a)) / (1 + a + a^2 / (2 (2 - a))) = 1/3.
+    assert analytic.erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert analytic.mmc(1.0, 1.0, 2).mean_wait == pytest.approx((1 / 3) / (2 - 1))
+
+
+def test_mva_matches_birth_death_solution():
+    mva = analytic.mva_repairman(20, 1.0, 0.1)
+    exact = analytic.repairman_exact(20, 1.0, 0.1)
+    np.testing.assert_allclose(mva.throughput, exact.throughput, rtol=1e-10)
+    np.testing.assert_allclose(mva.response_time, exact.response_time, rtol=1e-10)
+    assert mva.throughput[0] == pytest.approx(1 / 1.1)
+    assert mva.throughput[-1] < 1 / 0.1 and mva.throughput[-1] > 0.98 / 0.1  # saturates at 1/S
+
+
+def test_usl_fit_recovers_coefficients():
+    n = np.arange(1, 33)
+    y = 1000 * analytic.usl(n, 0.05, 0.002)
+    fit = analytic.usl_fit(n, y)
+    assert fit.sigma == pytest.approx(0.05, rel=1e-3) and fit.kappa == pytest.approx(0.002, rel=1e-3)
+    assert fit.peak_n == pytest.approx(np.sqrt(0.95 / 0.002), rel=1e-3)
+    noisy = y * (1 + np.random.default_rng(3).normal(0, 0.01, n.size))
+    fit = analytic.usl_fit(n, noisy)
+    assert fit.sigma == pytest.approx(0.05, abs=0.02) and fit.r_squared > 0.95
+
+
+def test_batch_means_covers_true_mean():
+    rng = np.random.default_rng(7)
+    covered = sum(abs(m) <= h for m, h in (analytic.batch_means_ci(rng.normal(0, 1, 2000))
+                                          for _ in range(200)))
+    assert 180 <= covered <= 200  # 95% nominal
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: analytic.mm1(2.0, 1.0), "utilisation"),
+    (lambda: analytic.md1(-1.0, 1.0), "arrival_rate"),
+    (lambda: analytic.mmc(1.0, 1.0, 0), "servers"),
+    (lambda: analytic.mva_repairman(0, 1.0, 0.1), "n_customers"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
