@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from models.sweep import write_sweep
 
-            print(write_sweep(args.name))
+            for path in write_sweep(args.name):
+                print(path)
     except ParameterError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

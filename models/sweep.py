@@ -70,17 +70,21 @@ def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def sweeps() -> dict[str, Sweep]:
-    """Every sweep defined under ``models/sweeps``."""
+def _modules() -> dict[str, Any]:
+    """Every module under ``models/sweeps`` that defines a SWEEP, by sweep name."""
     from models import sweeps as package
 
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"models.sweeps.{info.name}")
-        sweep = getattr(module, "SWEEP", None)
-        if isinstance(sweep, Sweep):
-            found[sweep.name] = sweep
+        if isinstance(getattr(module, "SWEEP", None), Sweep):
+            found[module.SWEEP.name] = module
     return found
+
+
+def sweeps() -> dict[str, Sweep]:
+    """Every sweep defined under ``models/sweeps``."""
+    return {name: module.SWEEP for name, module in _modules().items()}
 
 
 def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
@@ -94,9 +98,14 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
     return pd.DataFrame(rows)
 
 
-def write_sweep(name: str, out_dir: Path = DATA_DIR) -> Path:
-    """Run the sweep called ``name`` and write it to ``out_dir/NAME.csv``."""
-    known = sweeps()
+def write_sweep(name: str, out_dir: Path = DATA_DIR) -> list[Path]:
+    """Run the sweep called ``name``, write ``out_dir/NAME.csv`` and any extra tables its module makes.
+
+    A sweep module may define ``write_extra(out_dir) -> list[Path]`` for data
+    that is not a grid of single runs (for example replications over seeds).
+    """
+    modules = _modules()
+    known = {n: m.SWEEP for n, m in modules.items()}
     if name not in known:
         from models.params import ParameterError
 
@@ -109,4 +118,8 @@ def write_sweep(name: str, out_dir: Path = DATA_DIR) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.csv"
     table.to_csv(path, index=False, float_format="%.6g")
-    return path
+    paths = [path]
+    extra = getattr(modules[name], "write_extra", None)
+    if extra is not None:
+        paths += extra(out_dir)
+    return paths

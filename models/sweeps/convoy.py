@@ -78,5 +78,10 @@ def write_onsets(out_dir: Path = DATA_DIR) -> Path:
     return path
 
 
+def write_extra(out_dir: Path = DATA_DIR) -> list[Path]:
+    """The extra table `python -m models sweep convoy` writes beside the grid."""
+    return [write_onsets(out_dir)]
+
+
 if __name__ == "__main__":
     print(write_onsets())
