@@ -1,0 +1,124 @@
+"""Offline Altair rendering: charts draw with no CDN on the static site and natively in JupyterLab.
+
+Altair's default renderer fetches vega, vega-lite and vega-embed from a CDN,
+which a reader behind a locked-down network never reaches. This module
+registers an Altair renderer named ``"offline"`` with two output forms:
+
+- **site** (the book build sets ``LATCH_BOOK_RENDER=site``): a ``text/html``
+  output holding a ``<div>`` whose id is a hash of the spec (so a re-executed
+  notebook gives byte-identical output) and a small script that calls the
+  global ``vegaEmbed``. The site loads that global once per page from its own
+  vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
+- **notebook** (default): the Vega-Lite JSON mimetype that JupyterLab and
+  VS Code render with their own bundled Vega, plus a plain-text line.
+  JupyterLab ranks ``text/html`` above Vega-Lite, so the notebook form must
+  not carry HTML or the chart would be a script looking for a missing global.
+
+Both forms are pure functions of the spec, so nbval's stored outputs compare
+equal on every run. Importing :mod:`models.charts` calls :func:`enable`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import os
+from typing import Any
+
+import altair as alt
+
+RENDERER_NAME = "offline"
+ENV_VAR = "LATCH_BOOK_RENDER"
+# JupyterLab 4 and VS Code register Vega-Lite renderers for the v5 mimetype (Altair 6 emits v6 specs,
+# which their Vega-Lite 5 draws: the spec features the book uses exist in both).
+NOTEBOOK_MIMETYPE = "application/vnd.vegalite.v5+json"
+EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
+
+
+def site_build() -> bool:
+    """True while the static site is being built (the Makefile sets LATCH_BOOK_RENDER=site), so outputs target the site."""
+    return os.environ.get(ENV_VAR, "").strip().lower() == "site"
+
+
+def _finite(obj: Any) -> Any:
+    """The spec with NaN and infinities replaced by None (JSON null), which Vega reads as missing."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _spec_json(spec: dict[str, Any]) -> str:
+    """The spec as canonical JSON (sorted keys), the input of the deterministic div id."""
+    return json.dumps(_finite(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def chart_id(spec: dict[str, Any]) -> str:
+    """A deterministic HTML id for a chart: the same spec always gets the same id."""
+    return "vl-" + hashlib.sha256(_spec_json(spec).encode("utf-8")).hexdigest()[:16]
+
+
+def _script_safe(text: str) -> str:
+    """JSON text made safe inside a <script> element (no '</script>' or HTML comment openers)."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None) -> str:
+    """The static-site HTML for one chart: a div with a hash id and a script calling the page's vegaEmbed."""
+    div_id = chart_id(spec)
+    options = dict(EMBED_OPTIONS, **(embed_options or {}))
+    spec_text = _script_safe(_spec_json(spec))
+    opts_text = _script_safe(json.dumps(options, sort_keys=True, separators=(",", ":")))
+    return (
+        f'<div id="{html.escape(div_id)}" class="latch-chart"></div>\n'
+        "<script>\n"
+        "(function () {\n"
+        "  var me = document.currentScript;\n"
+        "  var el = (me && me.previousElementSibling && me.previousElementSibling.id === "
+        f'"{div_id}") ? me.previousElementSibling : document.getElementById("{div_id}");\n'
+        f"  var spec = {spec_text};\n"
+        f"  var opts = {opts_text};\n"
+        "  function draw() {\n"
+        "    if (typeof window.vegaEmbed !== 'function') {\n"
+        "      el.textContent = 'This chart needs the book\\'s vega bundle: open it from the built site "
+        "or run the notebook in JupyterLab.';\n"
+        "      return;\n"
+        "    }\n"
+        "    window.vegaEmbed(el, spec, opts).catch(function (err) {\n"
+        "      el.textContent = 'Chart error: ' + err;\n"
+        "      console.error(err);\n"
+        "    });\n"
+        "  }\n"
+        "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(); }\n"
+        "  else { window.addEventListener('load', draw); }\n"
+        "})();\n"
+        "</script>"
+    )
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    """A one-line plain-text stand-in naming the chart (for consoles and text-only viewers)."""
+    title = spec.get("title")
+    if isinstance(title, dict):
+        title = title.get("text")
+    if isinstance(title, list):
+        title = " ".join(str(t) for t in title)
+    return f"<Altair chart{': ' + str(title) if title else ''}>"
+
+
+def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    """The 'offline' Altair renderer: site HTML during the book build, the Vega-Lite mimetype otherwise."""
+    if site_build():
+        return {"text/html": site_html(spec, metadata.get("embed_options")), "text/plain": _describe(spec)}
+    return {NOTEBOOK_MIMETYPE: _finite(spec), "text/plain": _describe(spec)}
+
+
+def enable() -> None:
+    """Register and enable the offline renderer (idempotent); call once before displaying charts."""
+    alt.renderers.register(RENDERER_NAME, offline_renderer)
+    alt.renderers.enable(RENDERER_NAME)

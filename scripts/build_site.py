@@ -1,0 +1,77 @@
+"""Build the static site from clean, offline, with warnings as errors: the one build used by `make book` and the tests.
+
+Steps: vendor the offline assets (scripts/vendor_assets.py), delete _build,
+run ``jupyter-book build --all -W -n --keep-going .`` with
+``LATCH_BOOK_RENDER=site`` (so charts render through the page's own vega
+bundle, see models/render.py), then scan the built HTML for any script, style
+sheet, font or image loaded from outside the site. Exit status is non-zero on
+any failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+# Attributes through which a page loads something (an <a href> to a source is only a link).
+_LOAD_ATTR = re.compile(r"<(script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(src|href)=\"([^\"]*)\"", re.I)
+_CSS_URL = re.compile(r"url\(\s*['\"]?((?:https?:)?//[^'\")]+)", re.I)
+_LINK_REL = re.compile(r"\brel=\"([^\"]*)\"", re.I)
+
+
+def external_loads(html_dir: Path = HTML) -> list[str]:
+    """Every resource a built page or style sheet would fetch from outside the site ("file: url")."""
+    found = []
+    for page in sorted(html_dir.rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for match in _LOAD_ATTR.finditer(text):
+            tag, url = match.group(1).lower(), match.group(3)
+            if tag == "link":
+                rel = _LINK_REL.search(match.group(0))
+                if rel and rel.group(1).lower() in {"canonical", "alternate", "author", "license"}:
+                    continue
+            if re.match(r"^(https?:)?//", url):
+                found.append(f"{page.relative_to(html_dir)}: <{tag}> {url}")
+    for sheet in sorted(html_dir.rglob("*.css")):
+        for url in _CSS_URL.findall(sheet.read_text(encoding="utf-8", errors="replace")):
+            found.append(f"{sheet.relative_to(html_dir)}: url({url})")
+    return found
+
+
+def build(python: str = sys.executable) -> int:
+    """Vendor assets, build from clean, check for external loads; returns the exit status."""
+    start = time.monotonic()
+    subprocess.run([python, str(ROOT / "scripts" / "vendor_assets.py")], cwd=ROOT, check=True)
+    shutil.rmtree(BUILD, ignore_errors=True)
+    env = dict(os.environ, LATCH_BOOK_RENDER="site", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    jb = Path(python).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "-W", "-n", "--keep-going", "."]
+    print("+", " ".join(cmd), flush=True)
+    status = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    if status != 0:
+        print(f"site build FAILED (exit {status}): see the warnings above", file=sys.stderr)
+        return status
+    if not (HTML / "index.html").exists():
+        print("site build produced no _build/html/index.html", file=sys.stderr)
+        return 1
+    leaks = external_loads()
+    if leaks:
+        print("the built site loads resources from outside itself:", *leaks, sep="\n  ", file=sys.stderr)
+        return 1
+    (BUILD / "html.ok").write_text(f"built in {time.monotonic() - start:.1f} s\n")
+    print(f"\nSite built in {time.monotonic() - start:.0f} s: {HTML}/index.html")
+    print(f"Serve it with:  python -m http.server -d {HTML.relative_to(ROOT)} 8000   (then open http://127.0.0.1:8000)")
+    print(f"or open file://{HTML}/index.html directly.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(build())

@@ -1,0 +1,298 @@
+"""The static site: it builds from clean offline, and every page works in a real browser with no internet.
+
+The session fixture ``site`` builds _build/html once (scripts/build_site.py,
+the same build as `make book`); set LATCH_SITE_PREBUILT=1 to test an existing
+build instead. Pages are served from 127.0.0.1 on a free port and also opened
+through file://. Chromium is Debian's /usr/bin/chromium driven by Playwright
+(never `playwright install`); every request leaving the site is aborted and
+recorded, and must not happen. Screenshots of each chapter go to
+_build/screenshots/.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHART_TIMEOUT_MS = 30_000
+
+
+def toc_docs() -> list[str]:
+    """Every document named in _toc.yml (root first), as paths without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    docs = [toc["root"]]
+
+    def walk(entries: list[dict[str, Any]]) -> None:
+        for entry in entries or []:
+            if "file" in entry:
+                docs.append(entry["file"])
+            walk(entry.get("sections", []))
+            walk(entry.get("chapters", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    walk(toc.get("chapters", []))
+    return [str(Path(d).with_suffix("")) for d in docs]
+
+
+pytestmark = pytest.mark.site
+
+DOCS = toc_docs()
+CHAPTERS = [d for d in DOCS if d.startswith("notebooks/")]
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """The built site: built here from clean unless LATCH_SITE_PREBUILT=1 says an existing build is to be tested."""
+    if os.environ.get("LATCH_SITE_PREBUILT") == "1":
+        if not (HTML / "index.html").exists():
+            pytest.fail("LATCH_SITE_PREBUILT=1 but _build/html/index.html is missing: run `make book`")
+        return HTML
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_site.py")], cwd=ROOT,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + "\n" + proc.stderr).splitlines()[-60:])
+        pytest.fail(f"site build failed (exit {proc.returncode}):\n{tail}")
+    return HTML
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(site: Path) -> Iterator[str]:
+    """The built site served on 127.0.0.1 at a free port; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A headless Debian Chromium with a fresh profile, driven by Playwright."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (make test does this)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM),
+            headless=True, args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+
+
+class PageLog:
+    """What one page did that it should not: requests leaving the site, console errors, page errors."""
+
+    def __init__(self) -> None:
+        self.external: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+
+    def problems(self) -> list[str]:
+        """Every recorded problem as a line of text."""
+        return ([f"external request: {u}" for u in self.external] + [f"console error: {m}" for m in self.console]
+                + [f"page error: {e}" for e in self.errors])
+
+
+def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
+    """Open url with every request outside `local` (a URL prefix) aborted and recorded."""
+    log = PageLog()
+    page = context.new_page()
+
+    def route(r: Any) -> None:
+        req_url = r.request.url
+        if req_url.startswith(local) or req_url.startswith(("data:", "blob:", "about:")):
+            r.continue_()
+        else:
+            log.external.append(req_url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda msg: log.console.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: log.errors.append(str(err)))
+    page.goto(url, wait_until="load")
+    return page, log
+
+
+# ---------------------------------------------------------------- page checks (run inside the browser)
+
+_CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('.latch-chart')).every(el =>
+    el.querySelector('.vega-embed svg, .vega-embed canvas') || el.textContent.trim().length > 0)"""
+
+_CHART_REPORT = """() => Array.from(document.querySelectorAll('.latch-chart')).map(el => {
+    const svg = el.querySelector('.vega-embed svg');
+    const marks = svg ? svg.querySelectorAll('g.role-mark > *').length : 0;
+    const canvas = el.querySelector('.vega-embed canvas');
+    return {id: el.id, svg: !!svg, canvas: !!canvas, marks: marks, text: svg ? '' : el.textContent.slice(0, 200)};
+})"""
+
+_MATH_REPORT = """() => ({
+    math: document.querySelectorAll('.math, span.math, div.math').length,
+    rendered: document.querySelectorAll('mjx-container').length,
+    errors: document.querySelectorAll('mjx-merror').length,
+})"""
+
+
+def check_charts(page: Any) -> list[dict[str, Any]]:
+    """Wait for every chart on the page to draw; assert each has marks; return the per-chart report."""
+    page.wait_for_function(_CHARTS_SETTLED, timeout=CHART_TIMEOUT_MS)
+    report = page.evaluate(_CHART_REPORT)
+    broken = [c for c in report if not (c["svg"] or c["canvas"]) or (c["svg"] and c["marks"] == 0)]
+    assert not broken, f"charts without marks: {broken}"
+    return report
+
+
+def check_math(page: Any) -> None:
+    """If the page has math, wait for MathJax to typeset all of it, without errors."""
+    counts = page.evaluate(_MATH_REPORT)
+    if counts["math"] == 0:
+        return
+    page.wait_for_function(
+        "() => document.querySelectorAll('mjx-container').length >= "
+        "document.querySelectorAll('span.math, div.math').length", timeout=CHART_TIMEOUT_MS)
+    counts = page.evaluate(_MATH_REPORT)
+    assert counts["errors"] == 0, f"MathJax errors: {counts}"
+    assert counts["rendered"] > 0, f"math not rendered: {counts}"
+
+
+def settle(page: Any) -> None:
+    """Let late scripts (MathJax fonts, chart redraws) finish before the log is read."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
+
+
+def save_screenshots(page: Any, name: str) -> None:
+    """Save the chapter's first screen, the whole page, and its first explorer under _build/screenshots/."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); }")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.screenshot(path=str(SHOTS / f"{name}-full.png"), full_page=True)
+    embed = page.locator(".vega-embed:has(.vega-bind input[type=range])").first
+    embed.scroll_into_view_if_needed()
+    embed.screenshot(path=str(SHOTS / f"{name}-explorer.png"))
+    # The explorer in its page (for the README): scrolled so the chart sits below the page header.
+    embed.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 180)")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(SHOTS / f"{name}-explorer-page.png"))
+
+
+# ---------------------------------------------------------------- tests
+
+def test_site_builds(site: Path) -> None:
+    """The site builds from clean with warnings as errors and writes a page for every toc entry."""
+    missing = [d for d in DOCS if not (site / f"{d}.html").exists()]
+    assert not missing, f"toc pages missing from the build: {missing}"
+
+
+def test_no_external_loads_in_html(site: Path) -> None:
+    """No built page or style sheet names a script, style, font or image outside the site."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from build_site import external_loads
+
+    assert external_loads(site) == []
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_notebook_has_stored_outputs(doc: str) -> None:
+    """Every code cell of a chapter was executed and saved, so nbval's strict mode compares real outputs."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / f"{doc}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    unexecuted = [i for i, c in enumerate(code) if c.get("execution_count") is None]
+    assert code, f"{doc} has no code cells"
+    assert not unexecuted, f"{doc}: code cells {unexecuted} have no stored execution (run and save the notebook)"
+    assert any(c.get("outputs") for c in code), f"{doc} has no stored outputs"
+
+
+def test_notebooks_downloadable(site: Path) -> None:
+    """Each chapter's source notebook is shipped with the site (the download button links to it)."""
+    for doc in CHAPTERS:
+        assert (site / "_sources" / f"{doc}.ipynb").exists(), doc
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
+    """The page loads nothing from outside the site, logs no errors, and its charts and math render."""
+    page, log = open_page(browser_context, f"{server}{doc}.html", server)
+    try:
+        check_charts(page)
+        check_math(page)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+_SVG_OF_FIRST_BOUND_CHART = """() => {
+    const input = document.querySelector('.vega-bind input[type=range]');
+    const embed = input && input.closest('.vega-embed');
+    const svg = embed && embed.querySelector('svg');
+    return svg ? svg.innerHTML : null;
+}"""
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_chapter_explorer_moves(browser_context: Any, server: str, doc: str) -> None:
+    """Moving an explorer slider redraws its chart with no kernel; a screenshot of the chapter is saved."""
+    page, log = open_page(browser_context, f"{server}{doc}.html", server)
+    try:
+        check_charts(page)
+        check_math(page)
+        sliders = page.locator(".vega-bind input[type=range]")
+        assert sliders.count() > 0, f"{doc}: no explorer slider (.vega-bind input[type=range]) on the page"
+        slider = sliders.first
+        slider.scroll_into_view_if_needed()
+        before = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
+        low, high, value = slider.evaluate("el => [Number(el.min), Number(el.max), Number(el.value)]")
+        target = low if abs(value - high) < 1e-12 else high
+        slider.fill(f"{target:g}")
+        page.wait_for_timeout(500)
+        after = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
+        assert before is not None and after is not None, "the slider's chart has no SVG"
+        assert after != before, f"{doc}: moving the slider from {value:g} to {target:g} did not change the chart"
+        slider.fill(f"{value:g}")  # back to the start, so the screenshots show the default view
+        settle(page)
+        save_screenshots(page, Path(doc).name)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+def test_chapter_from_file_url(browser_context: Any, site: Path) -> None:
+    """The first chapter also works opened straight from disk (file://), with nothing fetched outside the site."""
+    doc = CHAPTERS[0] if CHAPTERS else DOCS[0]
+    local = site.resolve().as_uri() + "/"
+    page, log = open_page(browser_context, f"{local}{doc}.html", local)
+    try:
+        check_charts(page)
+        check_math(page)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
