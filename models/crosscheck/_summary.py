@@ -35,6 +35,15 @@ def check_common(hold_ms: float, hold_dist: str, handoff_ms: float, count: int, 
     return int(warmup)
 
 
+def check_closed(workers: int, think_ms: float, think_dist: str) -> None:
+    """Check the closed system's own parameters (the shared ones are in check_common)."""
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers={workers!r}: must be an integer >= 1")
+    if think_dist not in ("fixed", "exponential") or not think_ms >= 0:
+        raise ValueError(f"think_ms={think_ms!r}, think_dist={think_dist!r}: need think_ms >= 0 and "
+                         "think_dist 'fixed' or 'exponential'")
+
+
 @dataclass(frozen=True)
 class OpenResult:
     """Open ("convoy") run: per-request waits after warm-up and the usual queue measures."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 import ciw
 import numpy as np
 
-from ._summary import ClosedResult, OpenResult, check_common, summarise_closed, summarise_open
+from ._summary import (ClosedResult, OpenResult, check_closed, check_common, summarise_closed,
+                       summarise_open)
 
 __all__ = ["ciw_convoy", "ciw_closed_latch"]
 
@@ -99,11 +100,7 @@ def ciw_closed_latch(workers: int, hold_ms: float = 0.1, hold_dist: str = "expon
                      handoff_ms: float = 0.0, think_ms: float = 1.0, think_dist: str = "exponential",
                      n_acquires: int = 20000, seed: int = 1, warmup: int | None = None) -> ClosedResult:
     """Simulate N workers alternating think and an EX hold on one fair latch, as a closed Ciw network."""
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    if think_dist not in ("fixed", "exponential") or not think_ms >= 0:
-        raise ValueError(f"think_ms={think_ms!r}, think_dist={think_dist!r}: need think_ms >= 0 and "
-                         "think_dist 'fixed' or 'exponential'")
+    check_closed(workers, think_ms, think_dist)
     warmup = check_common(hold_ms, hold_dist, handoff_ms, n_acquires, warmup, "n_acquires")
     n = int(n_acquires)
     network = ciw.create_network(

@@ -19,7 +19,8 @@ import random
 import numpy as np
 import simpy
 
-from ._summary import ClosedResult, OpenResult, check_common, summarise_closed, summarise_open
+from ._summary import (ClosedResult, OpenResult, check_closed, check_common, summarise_closed,
+                       summarise_open)
 
 __all__ = ["simpy_convoy", "simpy_closed_latch"]
 
@@ -76,11 +77,7 @@ def simpy_closed_latch(workers: int, hold_ms: float = 0.1, hold_dist: str = "exp
                        handoff_ms: float = 0.0, think_ms: float = 1.0, think_dist: str = "exponential",
                        n_acquires: int = 20000, seed: int = 1, warmup: int | None = None) -> ClosedResult:
     """Simulate N workers alternating think and an EX hold on one fair latch (machine repairman), in SimPy."""
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    if think_dist not in ("fixed", "exponential") or not think_ms >= 0:
-        raise ValueError(f"think_ms={think_ms!r}, think_dist={think_dist!r}: need think_ms >= 0 and "
-                         "think_dist 'fixed' or 'exponential'")
+    check_closed(workers, think_ms, think_dist)
     warmup = check_common(hold_ms, hold_dist, handoff_ms, n_acquires, warmup, "n_acquires")
     rng = random.Random(seed)
     hold = _sampler(rng, hold_ms, hold_dist)
