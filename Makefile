@@ -66,7 +66,7 @@ test: install system-deps
 	  tests notebooks
 
 lab: install vendor
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root)
 
 sweep: install
 	@names="$$($(PY) -c 'from models.sweep import sweeps; print(" ".join(sorted(sweeps())))')"; \
