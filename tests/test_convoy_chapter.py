@@ -83,7 +83,7 @@ def test_recovery_needs_load_below_convoy_capacity(rate, drains):
 
 def test_hysteresis_with_default_handoff():
     """The band exists at the realistic 25 us hand-off too, only narrower (493.8 to 500 req/s)."""
-    kw = dict(arrival_rate_per_s=497, arrivals="even", requests=3000)
+    kw = dict(arrival_rate_per_s=497, arrivals="even", requests=3000, wakeup_us=20.0, context_switch_us=5.0)
     assert _run(**kw).latch_stats.loc[0, "waiting_requests_count"] == 0
     stuck = _run(initial_queue=10, **kw)
     assert stuck.throughput_per_s < 497 - 1

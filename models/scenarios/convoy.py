@@ -7,6 +7,11 @@ Server places new tasks: fewest workers running or runnable, then fewest tasks);
 hand-off adds ``wakeup_us + context_switch_us`` of owned-but-idle time, so
 once a queue exists the capacity falls to 1 / (hold + hand-off).
 
+Its defaults are the article's idealised latch (a free hand-off: ``wakeup_us``
+and ``context_switch_us`` are 0, where the other scenarios default to a
+realistic 20 us + 5 us), so ``python -m models run convoy`` is the M/D/1
+queue below; set both to see what a hand-off costs.
+
 Reduction to queueing theory: with ``wakeup_us=0``, ``context_switch_us=0``,
 Poisson arrivals and enough schedulers that a granted request never waits
 for a CPU (only the holder uses a CPU for longer than an instant and a new
@@ -36,7 +41,7 @@ PARAMS = (
     Param("requests", "int", 20_000, "", 1, 2_000_000, help="requests to simulate"),
     Param("initial_queue", "int", 0, "", 0, 100_000,
           help="requests already waiting at time 0 (a burst that starts a convoy)"),
-) + common_params(schedulers=8)
+) + common_params(schedulers=8, context_switch_us=0.0, wakeup_us=0.0)
 
 
 def build(v: dict[str, Any]) -> Workload:
