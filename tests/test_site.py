@@ -29,7 +29,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-CHART_TIMEOUT_MS = 30_000
+CHART_TIMEOUT_MS = 90_000
+PAGE_TIMEOUT_MS = 120_000
 
 
 def toc_docs() -> list[str]:
@@ -122,6 +123,8 @@ def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
     """Open url with every request outside `local` (a URL prefix) aborted and recorded."""
     log = PageLog()
     page = context.new_page()
+    # Generous: CI's two cores may be busy with notebook kernels while the pages render.
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
 
     def route(r: Any) -> None:
         req_url = r.request.url
@@ -181,7 +184,7 @@ def check_math(page: Any) -> None:
 
 def settle(page: Any) -> None:
     """Let late scripts (MathJax fonts, chart redraws) finish before the log is read."""
-    page.wait_for_load_state("networkidle")
+    page.wait_for_load_state("networkidle", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_timeout(300)
 
 
