@@ -239,10 +239,9 @@ def test_notebooks_downloadable(site: Path) -> None:
         assert (site / "_sources" / f"{doc}.ipynb").exists(), doc
 
 
-@pytest.mark.parametrize("doc", DOCS)
-def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
-    """The page loads nothing from outside the site, logs no errors, and its charts and math render."""
-    page, log = open_page(browser_context, f"{server}{doc}.html", server)
+def check_page_offline(context: Any, url: str, local: str) -> None:
+    """Open url: nothing loads from outside `local`, no errors are logged, charts and math render."""
+    page, log = open_page(context, url, local)
     try:
         check_charts(page)
         check_math(page)
@@ -250,6 +249,12 @@ def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
         assert not log.problems(), "\n".join(log.problems())
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
+    """The page loads nothing from outside the site, logs no errors, and its charts and math render."""
+    check_page_offline(browser_context, f"{server}{doc}.html", server)
 
 
 _SVG_OF_FIRST_BOUND_CHART = """() => {
@@ -291,11 +296,4 @@ def test_chapter_from_file_url(browser_context: Any, site: Path) -> None:
     """The first chapter also works opened straight from disk (file://), with nothing fetched outside the site."""
     doc = CHAPTERS[0] if CHAPTERS else DOCS[0]
     local = site.resolve().as_uri() + "/"
-    page, log = open_page(browser_context, f"{local}{doc}.html", local)
-    try:
-        check_charts(page)
-        check_math(page)
-        settle(page)
-        assert not log.problems(), "\n".join(log.problems())
-    finally:
-        page.close()
+    check_page_offline(browser_context, f"{local}{doc}.html", local)
