@@ -13,6 +13,7 @@ import difflib
 import warnings
 from typing import Any, Callable
 
+from models.clock import EXACT_LIMIT_MS
 from models.engine import simulate
 from models.params import Param, ParameterError, Scenario, resolve
 from models.result import Result, build
@@ -20,6 +21,7 @@ from models.scenarios import CATALOGUE
 
 __all__ = ["run", "scenarios", "Result", "Param", "Scenario", "ParameterError"]
 
+MAX_SIM_MS = 1e9  # below the clock's exact range (models.clock.EXACT_LIMIT_MS, about 8.8e9 ms)
 _LIMITS = {
     "trace_events": (0, 2_000_000),
     "record_acquires": (0, 5_000_000),
@@ -64,8 +66,9 @@ def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_e
     for name, value in (("trace_events", trace_events), ("record_acquires", record_acquires),
                         ("max_events", max_events)):
         _check_option(name, value)
-    if not (isinstance(max_sim_ms, (int, float)) and 0 < max_sim_ms <= 1e12):
-        raise ParameterError(f"max_sim_ms={max_sim_ms!r} is out of range: use a number above 0 and up to 1e12 ms")
+    if isinstance(max_sim_ms, bool) or not (isinstance(max_sim_ms, (int, float)) and 0 < max_sim_ms <= MAX_SIM_MS):
+        raise ParameterError(f"max_sim_ms={max_sim_ms!r} is out of range: use a number above 0 and up to "
+                             f"{MAX_SIM_MS:.0e} ms (the engine's clock is exact up to {EXACT_LIMIT_MS:.1e} ms)")
     workload = spec.build(values)
     raw = simulate(workload, values["seed"], trace_events=trace_events,
                    record_acquires=record_acquires, max_events=max_events,

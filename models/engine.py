@@ -539,6 +539,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
+from models.clock import on_tick, to_ticks  # noqa: E402
 from models.program import Program  # noqa: E402
 from models.rng import exponential, seed_state  # noqa: E402
 
@@ -587,10 +588,10 @@ class Workload:
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def _poisson_arrivals(rng, wf, first, gap):
-    """Fill arrival times of workers ``first..`` with a Poisson stream from time 0."""
+    """Fill arrival times of workers ``first..`` with a Poisson stream from time 0 (gaps in whole ticks)."""
     t = 0.0
     for w in range(first, wf.shape[0]):
-        t += exponential(rng, gap)
+        t += on_tick(exponential(rng, gap))
         wf[w, WF_ARRIVE] = t
 
 
@@ -608,7 +609,11 @@ class RawRun:
 def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acquires: int = 0,
              max_events: int = 0, max_sim_ms: float = 1e9,
              progress: Callable[[float], None] | None = None, chunk: int = 2_000_000) -> RawRun:
-    """Run a workload to completion (or to a bound) and return its raw state."""
+    """Run a workload to completion (or to a bound) and return its raw state.
+
+    Every time the workload gives is rounded to the clock's tick here
+    (:mod:`models.clock`), so the event loop's time arithmetic is exact.
+    """
     n_workers = len(workload.worker_start)
     samples = min(max(workload.expected_acquires, 1), 5_000_000)
     s = st.allocate(n_workers, workload.schedulers, len(workload.latches), trace_events,
@@ -617,18 +622,18 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     s.wi[:, st.W_PC] = workload.worker_start
     s.wi[:, st.W_SCHED] = workload.worker_scheduler
     s.wi[:, st.W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
-    s.wf[:, st.WF_ARRIVE] = workload.worker_arrival_us
+    s.wf[:, st.WF_ARRIVE] = to_ticks(np.asarray(workload.worker_arrival_us, dtype=np.float64))
     for k, spec in enumerate(workload.latches):
         s.li[k, st.L_POLICY] = st.POLICIES[spec.policy]
         s.li[k, st.L_SPINS_PER_ROUND] = spec.spins_per_round
         s.li[k, st.L_MAX_BACKOFFS] = spec.max_backoffs
-        s.lf[k, st.LF_SPIN_US] = spec.spin_us
-        s.lf[k, st.LF_BACKOFF_US] = spec.backoff_us
-        s.lf[k, st.LF_CONTCOST] = spec.contender_cost_us
+        s.lf[k, st.LF_SPIN_US] = to_ticks(spec.spin_us)
+        s.lf[k, st.LF_BACKOFF_US] = to_ticks(spec.backoff_us)
+        s.lf[k, st.LF_CONTCOST] = to_ticks(spec.contender_cost_us)
     s.gi[st.G_MAIN_LEFT] = int(n_workers - s.wi[:, st.W_DAEMON].sum())
-    s.gf[st.GF_QUANTUM] = workload.quantum_us
-    s.gf[st.GF_SWITCH] = workload.context_switch_us
-    s.gf[st.GF_WAKEUP] = workload.wakeup_us
+    s.gf[st.GF_QUANTUM] = to_ticks(workload.quantum_us)
+    s.gf[st.GF_SWITCH] = to_ticks(workload.context_switch_us)
+    s.gf[st.GF_WAKEUP] = to_ticks(workload.wakeup_us)
     s.gf[st.GF_MAX_TIME] = max_sim_ms * 1000.0
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.clock import on_tick
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -53,7 +55,7 @@ def exponential(rng, mean):
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def draw(rng, dist, mean):
-    """A duration: ``mean`` itself when ``dist`` is 0 (fixed), else exponential."""
+    """A duration in whole clock ticks: ``mean`` itself when ``dist`` is 0 (fixed), else exponential."""
     if dist == 0:
-        return mean
-    return exponential(rng, mean)
+        return on_tick(mean)
+    return on_tick(exponential(rng, mean))
