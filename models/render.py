@@ -14,8 +14,11 @@ registers an Altair renderer named ``"offline"`` with two output forms:
   JupyterLab ranks ``text/html`` above Vega-Lite, so the notebook form must
   not carry HTML or the chart would be a script looking for a missing global.
 
-Both forms are pure functions of the spec, so nbval's stored outputs compare
-equal on every run. Importing :mod:`models.charts` calls :func:`enable`.
+Both forms are pure functions of the spec, with every float rounded to
+:data:`models.stored.CHART` significant digits, so nbval's stored outputs
+compare equal on every run and on every CPU (a fitted curve's last digits
+differ between BLAS kernels; a chart cannot show them anyway). Importing
+:mod:`models.charts` calls :func:`enable`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import os
 from typing import Any
 
 import altair as alt
+
+from models.stored import CHART, significant
 
 RENDERER_NAME = "offline"
 ENV_VAR = "LATCH_BOOK_RENDER"
@@ -42,20 +47,21 @@ def site_build() -> bool:
     return os.environ.get(ENV_VAR, "").strip().lower() == "site"
 
 
-def _finite(obj: Any) -> Any:
-    """The spec with NaN and infinities replaced by None (JSON null), which Vega reads as missing."""
+def _portable(obj: Any) -> Any:
+    """The spec with floats rounded to CHART significant digits, NaN and infinities as None (JSON null:
+    Vega reads it as missing)."""
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        return significant(obj, CHART) if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: _portable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [_portable(v) for v in obj]
     return obj
 
 
 def _spec_json(spec: dict[str, Any]) -> str:
     """The spec as canonical JSON (sorted keys), the input of the deterministic div id."""
-    return json.dumps(_finite(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(_portable(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def chart_id(spec: dict[str, Any]) -> str:
@@ -115,7 +121,7 @@ def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
     """The 'offline' Altair renderer: site HTML during the book build, the Vega-Lite mimetype otherwise."""
     if site_build():
         return {"text/html": site_html(spec, metadata.get("embed_options")), "text/plain": _describe(spec)}
-    return {NOTEBOOK_MIMETYPE: _finite(spec), "text/plain": _describe(spec)}
+    return {NOTEBOOK_MIMETYPE: _portable(spec), "text/plain": _describe(spec)}
 
 
 def enable() -> None:

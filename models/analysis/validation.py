@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 import models
-from models import analytic
+from models import analytic, stored
 from models.engine import LatchSpec, Workload, simulate
 from models.program import EXPONENTIAL, Program
 from models.result import build
@@ -108,12 +108,16 @@ def cpu_queue(servers: int, utilisation: float, service_ms: float = 1.0, tasks: 
 
 def usl_table(maxdops=(1, 2, 4, 6, 8, 12, 16, 20, 24), contender_cost_us: float = 2.0,
               **params) -> tuple[pd.DataFrame, analytic.USLFit]:
-    """Parallel-insert throughput against MAXDOP and the Universal Scalability Law fitted to it."""
+    """Parallel-insert throughput against MAXDOP and the Universal Scalability Law fitted to it.
+
+    The fit is rounded (:func:`models.stored.fitted`) before its curve is
+    drawn: its last digits depend on the CPU's BLAS kernel.
+    """
     base = dict(rows=400_000, logging="full", hold_us=8.0)
     base.update(params)
     xs = [models.run("parallel-insert", maxdop=n, contender_cost_us=contender_cost_us, **base).throughput_per_s
           for n in maxdops]
-    fit = analytic.usl_fit(np.array(maxdops), np.array(xs))
+    fit = stored.fitted(analytic.usl_fit(np.array(maxdops), np.array(xs)))
     table = pd.DataFrame({"maxdop": list(maxdops), "simulated_log_records_per_s": xs,
                           "usl_log_records_per_s": fit.lambda_ * analytic.usl(np.array(maxdops), fit.sigma, fit.kappa)})
     return table, fit

@@ -1,0 +1,112 @@
+"""Stored outputs do not depend on the CPU: fitted numbers are rounded before they are glued or drawn.
+
+Each analysis helper whose result a notebook glues or plots runs twice, once
+as is and once "on another CPU" (tests/cpu_jitter.py nudges every BLAS- or
+solver-backed result by 6e-8, more than a change of OpenBLAS kernel does):
+the raw fit moves, what is stored does not.  nbval runs every notebook under
+the same jitter (conftest.py); the last test checks that it really does.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import models
+from models import analytic, render, stored
+from models.analysis import convoy as cv
+from models.analysis import validation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cpu_jitter  # noqa: E402
+
+
+def test_significant_rounds_floats_and_leaves_exact_values_alone():
+    assert stored.significant(0.1434761116101261, 4) == 0.1435
+    assert stored.significant(0.1434761126205209, 4) == 0.1435
+    assert stored.significant(123456.789012345, 6) == 123457.0
+    assert stored.significant(-2.5e-7, 2) == -2.5e-7
+    assert stored.significant(265536.0) == 265536.0 and stored.significant(12345678901.0) == 12345678901.0
+    assert stored.significant(7) == 7 and stored.significant(True) is True and stored.significant("x") == "x"
+    assert math.isnan(stored.significant(float("nan"))) and stored.significant(float("inf")) == float("inf")
+    assert isinstance(stored.significant(np.float64(1.23456789)), float)
+
+
+def test_fitted_rounds_every_field_of_a_fit():
+    fit = stored.fitted(analytic.USLFit(13225.557497011105, 0.14347513749717153, 0.041027892490553365,
+                                        4.5739, 0.9412345))
+    assert (fit.lambda_, fit.sigma, fit.kappa, fit.peak_n, fit.r_squared) == (13230.0, 0.1435, 0.04103, 4.574, 0.9412)
+
+
+def test_glue_stores_the_rounded_value(monkeypatch):
+    seen = {}
+    import myst_nb
+
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: seen.update({name: (value, display)}))
+    assert stored.glue("x", np.float64(0.1434761116101261)) == 0.1434761116
+    assert seen == {"x": (0.1434761116, False)}
+
+
+def test_chart_data_is_rounded_in_the_spec():
+    spec = {"data": {"values": [{"y": 0.1434761116101261}, {"y": float("nan")}, {"y": 3}]}}
+    out = render.offline_renderer(spec)[render.NOTEBOOK_MIMETYPE]
+    assert out["data"]["values"] == [{"y": 0.143476}, {"y": None}, {"y": 3}]
+    nudged = {"data": {"values": [{"y": 0.1434761126205209}, {"y": float("nan")}, {"y": 3}]}}
+    assert render.chart_id(spec) == render.chart_id(nudged)
+
+
+def test_the_jitter_moves_raw_fits():
+    """Guard against a jitter that does nothing: the raw USL fit and least-squares slope change under it."""
+    n = np.arange(1, 13, dtype=float)
+    x = 1000 * analytic.usl(n, 0.05, 0.01) * (1 + 0.01 * np.sin(n))
+    plain = analytic.usl_fit(n, x)
+    with cpu_jitter.active():
+        assert cpu_jitter.installed()
+        moved = analytic.usl_fit(n, x)
+        slope_moved = np.polyfit(n, x, 1)[0]
+    assert not cpu_jitter.installed()
+    assert moved.sigma != plain.sigma and slope_moved != np.polyfit(n, x, 1)[0]
+    assert stored.fitted(moved) == stored.fitted(plain)
+
+
+def test_usl_table_is_the_same_on_another_cpu():
+    """The appendix's USL table and fit (glued and charted) come out identical under the jitter."""
+    kwargs = dict(maxdops=(1, 2, 4, 8, 12, 16), rows=60_000)
+    table, fit = validation.usl_table(**kwargs)
+    with cpu_jitter.active():
+        table_j, fit_j = validation.usl_table(**kwargs)
+    assert fit == fit_j
+    assert table.equals(table_j)
+
+
+def test_convoy_slope_is_the_same_on_another_cpu():
+    """The convoy chapter's wait per request ahead (a least-squares slope), rounded as the chapter stores it."""
+    res = models.run("convoy", arrival_rate_per_s=550, arrivals="even", hold_ms=2.0, requests=2000,
+                     record_acquires=2000)
+    raw = cv.wait_per_request_ahead(res.acquire_log)
+    with cpu_jitter.active():
+        raw_j = cv.wait_per_request_ahead(res.acquire_log)
+    assert raw != raw_j
+    assert stored.fitted(raw) == stored.fitted(raw_j)
+
+
+def test_nbval_kernels_run_on_another_cpu():
+    """A kernel started the way nbval starts one (this process's environment) has the jitter installed."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    out: list[dict] = []
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        reply = kc.execute_interactive("import numpy, scipy.optimize\n"
+                                       "print(getattr(numpy.polyfit, '__cpu_jitter__', False),"
+                                       " getattr(scipy.optimize.least_squares, '__cpu_jitter__', False))",
+                                       timeout=120, output_hook=out.append)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok"
+    text = "".join(m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
+    assert text.split() == ["True", "True"], text
