@@ -5,8 +5,10 @@ the same build as `make book`); set LATCH_SITE_PREBUILT=1 to test an existing
 build instead. Pages are served from 127.0.0.1 on a free port and also opened
 through file://. Chromium is Debian's /usr/bin/chromium driven by Playwright
 (never `playwright install`); every request leaving the site is aborted and
-recorded, and must not happen. Screenshots of each chapter go to
-_build/screenshots/.
+recorded, and must not happen; so must any console error, any failed
+request and any response of 400 or more (a missing favicon included), seen
+from the browser and from the server's own log. Screenshots of each chapter
+go to _build/screenshots/.
 """
 
 from __future__ import annotations
@@ -66,17 +68,28 @@ def site() -> Path:
         if not (HTML / "index.html").exists():
             pytest.fail("LATCH_SITE_PREBUILT=1 but _build/html/index.html is missing: run `make book`")
         return HTML
+    # The same build as `make book`: without the test kernels' CPU jitter (conftest.py).
+    env = dict(os.environ, LATCH_CPU_JITTER="0")
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_site.py")], cwd=ROOT,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + "\n" + proc.stderr).splitlines()[-60:])
         pytest.fail(f"site build failed (exit {proc.returncode}):\n{tail}")
     return HTML
 
 
+# Every request the test server answered with 400 or more, as "status path" (the browser may not report a
+# favicon fetch, the server always sees it).
+SERVER_ERRORS: list[str] = []
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
         pass
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        if isinstance(code, int) and code >= 400:  # HTTPStatus is an int too
+            SERVER_ERRORS.append(f"{int(code)} {self.path}")
 
 
 @pytest.fixture(scope="session")
@@ -106,17 +119,23 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 class PageLog:
-    """What one page did that it should not: requests leaving the site, console errors, page errors."""
+    """What one page did that it should not: requests leaving the site, console errors (404s logged by the
+    browser among them), page errors, failed requests and error responses, and the server's error log."""
 
     def __init__(self) -> None:
         self.external: list[str] = []
         self.console: list[str] = []
         self.errors: list[str] = []
+        self.failed: list[str] = []
+        self.responses: list[str] = []
+        self.server_mark = len(SERVER_ERRORS)
 
     def problems(self) -> list[str]:
         """Every recorded problem as a line of text."""
         return ([f"external request: {u}" for u in self.external] + [f"console error: {m}" for m in self.console]
-                + [f"page error: {e}" for e in self.errors])
+                + [f"page error: {e}" for e in self.errors] + [f"request failed: {f}" for f in self.failed]
+                + [f"error response: {r}" for r in self.responses]
+                + [f"server answered: {r}" for r in SERVER_ERRORS[self.server_mark:]])
 
 
 def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
@@ -135,8 +154,12 @@ def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
             r.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda msg: log.console.append(msg.text) if msg.type == "error" else None)
+    page.on("console", lambda msg: log.console.append(f"{msg.text} ({msg.location.get('url', '')})")
+            if msg.type == "error" else None)
     page.on("pageerror", lambda err: log.errors.append(str(err)))
+    page.on("requestfailed", lambda req: log.failed.append(f"{req.url}: {req.failure}")
+            if req.url.startswith(local) else None)
+    page.on("response", lambda resp: log.responses.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None)
     page.goto(url, wait_until="load")
     return page, log
 
@@ -233,18 +256,40 @@ def test_notebook_has_stored_outputs(doc: str) -> None:
     assert any(c.get("outputs") for c in code), f"{doc} has no stored outputs"
 
 
+def test_every_page_has_the_books_icon(site: Path) -> None:
+    """Each page links the project's favicon, and the file is in the build (no page asks for /favicon.ico)."""
+    from bs4 import BeautifulSoup
+
+    for doc in DOCS:
+        page = site / f"{doc}.html"
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        icon = soup.find("link", rel=lambda rel: rel and "icon" in rel)
+        assert icon is not None, f"{doc}: no <link rel=icon>"
+        target = (page.parent / icon["href"]).resolve()
+        assert target.is_file() and target.suffix == ".svg", f"{doc}: icon {icon['href']} is not in the build"
+
+
 def test_notebooks_downloadable(site: Path) -> None:
     """Each chapter's source notebook is shipped with the site (the download button links to it)."""
     for doc in CHAPTERS:
         assert (site / "_sources" / f"{doc}.ipynb").exists(), doc
 
 
+# What a desktop browser does for the tab icon: fetch the page's <link rel=icon>, or /favicon.ico without one.
+# Headless Chromium skips it, so the test fetches it the same way.
+_ICON_STATUS = """() => fetch((document.querySelector('link[rel~="icon"]') || {}).href || '/favicon.ico')
+    .then(r => r.status, () => 0)"""
+
+
 def check_page_offline(context: Any, url: str, local: str) -> None:
-    """Open url: nothing loads from outside `local`, no errors are logged, charts and math render."""
+    """Open url: nothing loads from outside `local`, no errors are logged, charts and math render, and the
+    tab icon a desktop browser would fetch is there."""
     page, log = open_page(context, url, local)
     try:
         check_charts(page)
         check_math(page)
+        if url.startswith("http"):
+            assert page.evaluate(_ICON_STATUS) == 200, f"{url}: the tab icon is missing"
         settle(page)
         assert not log.problems(), "\n".join(log.problems())
     finally:
