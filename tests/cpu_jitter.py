@@ -45,8 +45,8 @@ def nudge(value: Any) -> Any:
         return value * (1.0 + JITTER) if np.issubdtype(value.dtype, np.inexact) else value
     if isinstance(value, (float, np.floating)):
         return type(value)(value * (1.0 + JITTER))
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple-like (linregress, eig results)
-        return type(value)(*(nudge(v) for v in value))
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):  # namedtuples and scipy's result bunches
+        return type(value)(**{k: nudge(v) for k, v in value._asdict().items()})
     if isinstance(value, (tuple, list)):
         return type(value)(nudge(v) for v in value)
     if isinstance(value, dict):  # scipy's OptimizeResult is a dict

@@ -73,6 +73,20 @@ def test_the_jitter_moves_raw_fits():
     assert stored.fitted(moved) == stored.fitted(plain)
 
 
+def test_jitter_keeps_each_routines_result_shape():
+    """Jittered routines still return what callers expect (result objects, named tuples, arrays)."""
+    from scipy import optimize, stats
+
+    plain = stats.linregress([1, 2, 3, 4], [2.0, 4.1, 6.0, 8.3])
+    with cpu_jitter.active():
+        reg = stats.linregress([1, 2, 3, 4], [2.0, 4.1, 6.0, 8.3])
+        popt, _ = optimize.curve_fit(lambda x, a, b: a * x + b, np.arange(5.0), 2 * np.arange(5.0) + 1)
+        eig = np.linalg.eigh(np.eye(2))
+        root = optimize.root(lambda x: x - 2, 0.0)
+    assert type(reg).__name__ == "LinregressResult" and reg.slope != plain.slope and reg.intercept_stderr > 0
+    assert popt.shape == (2,) and eig.eigenvalues.shape == (2,) and root.success
+
+
 def test_usl_table_is_the_same_on_another_cpu():
     """The appendix's USL table and fit (glued and charted) come out identical under the jitter."""
     kwargs = dict(maxdops=(1, 2, 4, 8, 12, 16), rows=60_000)
