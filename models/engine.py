@@ -540,7 +540,7 @@ from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
-from models.program import Program  # noqa: E402
+from models.program import FIXED, Program  # noqa: E402
 from models.rng import exponential, seed_state  # noqa: E402
 
 
@@ -619,10 +619,12 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     s = st.allocate(n_workers, workload.schedulers, len(workload.latches), trace_events,
                     record_acquires, samples)
     prog_i, prog_x = workload.program.arrays()
+    fixed_cpu = (prog_i[:, 0] == CPU) & (prog_i[:, 1] == FIXED)  # exponential ones keep their exact mean
+    prog_x = np.where(fixed_cpu, to_ticks(prog_x), prog_x)
     s.wi[:, st.W_PC] = workload.worker_start
     s.wi[:, st.W_SCHED] = workload.worker_scheduler
     s.wi[:, st.W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
-    s.wf[:, st.WF_ARRIVE] = to_ticks(np.asarray(workload.worker_arrival_us, dtype=np.float64))
+    s.wf[:, st.WF_ARRIVE] = to_ticks(workload.worker_arrival_us)
     for k, spec in enumerate(workload.latches):
         s.li[k, st.L_POLICY] = st.POLICIES[spec.policy]
         s.li[k, st.L_SPINS_PER_ROUND] = spec.spins_per_round

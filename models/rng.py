@@ -55,7 +55,8 @@ def exponential(rng, mean):
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def draw(rng, dist, mean):
-    """A duration in whole clock ticks: ``mean`` itself when ``dist`` is 0 (fixed), else exponential."""
+    """A duration in whole clock ticks: ``mean`` itself when ``dist`` is 0 (fixed; the engine puts
+    fixed durations on the tick once, before the run), else an exponential draw rounded to the tick."""
     if dist == 0:
-        return on_tick(mean)
+        return mean
     return on_tick(exponential(rng, mean))
