@@ -1,0 +1,129 @@
+"""Fingerprints of full engine Results, so a change to the engine can prove it moved no number.
+
+A fingerprint is a SHA-256 per part of a Result (summary figures, each DMV
+table, the trace, the acquire log, the per-acquire waits), taken over the
+exact bits of every value.  ``RUNS`` covers every scenario, both latch
+policies, non-zero wake-up and switch costs, fixed distributions (tied
+times), yields, a co-tenant and 64 workers.  ``tests/test_fingerprints.py``
+compares today's engine against ``tests/data/engine_fingerprints.json``.
+
+    python tests/fingerprints.py          # compare, print the parts that differ
+    python tests/fingerprints.py --save   # store today's fingerprints (only after a deliberate change)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+STORE = ROOT / "tests" / "data" / "engine_fingerprints.json"
+
+_LOGS = {"trace_events": 50_000, "record_acquires": 50_000}
+RUNS: dict[str, tuple[str, dict[str, Any]]] = {
+    "convoy-fair-poisson": ("convoy", dict(arrival_rate_per_s=480, wakeup_us=95, context_switch_us=5,
+                                           requests=4_000, seed=3)),
+    "convoy-unfair-even-burst": ("convoy", dict(arrival_rate_per_s=450, arrivals="even", policy="unfair",
+                                                initial_queue=50, wakeup_us=20, context_switch_us=5,
+                                                requests=3_000, seed=2)),
+    "convoy-exponential-hold": ("convoy", dict(arrival_rate_per_s=300, hold_dist="exponential",
+                                               schedulers=2, requests=3_000, seed=5)),
+    "closed-fair-8": ("closed-latch", dict(workers=8, schedulers=8, acquires=20_000, seed=1)),
+    "closed-unfair-8": ("closed-latch", dict(workers=8, schedulers=4, policy="unfair", acquires=20_000,
+                                             seed=2)),
+    "closed-fixed-ties": ("closed-latch", dict(workers=6, schedulers=3, think_dist="fixed", hold_dist="fixed",
+                                               think_ms=0.5, hold_ms=0.1, acquires=6_000, quantum_ms=0.3,
+                                               seed=4)),
+    "closed-zero-costs-64": ("closed-latch", dict(workers=64, schedulers=64, context_switch_us=0, wakeup_us=0,
+                                                  think_ms=1.0, hold_ms=0.1, acquires=30_000, seed=6)),
+    "closed-unfair-64-shared": ("closed-latch", dict(workers=64, schedulers=16, policy="unfair",
+                                                     acquires=30_000, seed=7)),
+    "insert-fair-8": ("parallel-insert", dict(maxdop=8, rows=2_000_000, seed=1)),
+    "insert-unfair-16-contender": ("parallel-insert", dict(maxdop=16, rows=2_000_000, policy="unfair",
+                                                           contender_cost_us=0.5, seed=2)),
+    "insert-cotenant-fixed": ("parallel-insert", dict(maxdop=4, rows=1_000_000, busy_scheduler=2,
+                                                      cpu_dist="fixed", quantum_ms=1.0, seed=3)),
+    "insert-cotenant-unfair-full": ("parallel-insert", dict(maxdop=8, rows=200_000, logging="full",
+                                                            busy_scheduler=0, policy="unfair", seed=4)),
+    "insert-serial": ("parallel-insert", dict(maxdop=1, rows=50_000, seed=1)),
+    "insert-64": ("parallel-insert", dict(maxdop=64, schedulers=64, rows=4_000_000, seed=8)),
+}
+
+
+def _digest(obj: Any) -> str:
+    """SHA-256 of a value's exact bits: frames column by column, arrays as raw bytes, scalars by repr."""
+    h = hashlib.sha256()
+    if obj is None:
+        h.update(b"none")
+    elif isinstance(obj, pd.DataFrame):
+        for name in obj.columns:
+            col = obj[name]
+            h.update(str(name).encode())
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                col = col.astype(str)
+            values = col.to_numpy()
+            if values.dtype == object:
+                h.update(json.dumps([str(v) for v in values]).encode())
+            else:
+                h.update(str(values.dtype).encode())
+                h.update(np.ascontiguousarray(values).tobytes())
+    elif isinstance(obj, np.ndarray):
+        h.update(str(obj.dtype).encode())
+        h.update(np.ascontiguousarray(obj).tobytes())
+    else:
+        h.update(repr(obj).encode())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(result) -> dict[str, str]:
+    """One digest per part of a Result."""
+    summary = {"elapsed_ms": float(result.elapsed_ms).hex(), "throughput_per_s": float(result.throughput_per_s).hex(),
+               "truncated": result.truncated,
+               "extra": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in sorted(result.extra.items())}}
+    parts = {"summary": _digest(json.dumps(summary, sort_keys=True))}
+    for name in ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers", "trace", "acquire_log"):
+        parts[name] = _digest(getattr(result, name))
+    parts["acquire_wait_ms"] = _digest(result.acquire_wait_ms)
+    return parts
+
+
+def compute() -> dict[str, dict[str, str]]:
+    """Fingerprints of every run in RUNS, with today's engine."""
+    import models
+
+    return {label: fingerprint(models.run(scenario, **params, **_LOGS))
+            for label, (scenario, params) in RUNS.items()}
+
+
+def differences(stored: dict, now: dict) -> list[str]:
+    """'run: part' for every part whose digest changed (or run that is new or missing)."""
+    out = []
+    for label in sorted(set(stored) | set(now)):
+        if label not in stored or label not in now:
+            out.append(f"{label}: {'new' if label not in stored else 'missing'}")
+            continue
+        out += [f"{label}: {part}" for part in stored[label] if stored[label][part] != now[label].get(part)]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    now = compute()
+    if "--save" in argv:
+        STORE.parent.mkdir(parents=True, exist_ok=True)
+        STORE.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {STORE.relative_to(ROOT)} ({len(now)} runs)")
+        return 0
+    diff = differences(json.loads(STORE.read_text()), now)
+    print("\n".join(diff) if diff else f"all {len(now)} runs bit-identical")
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main(sys.argv[1:]))
