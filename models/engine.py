@@ -25,6 +25,22 @@ Latch policies (per latch):
   (barging).  A requester that finds the latch held spins ``spin_us`` per
   round, backs off ``backoff_us * 2**k`` keeping its scheduler, and after
   ``max_backoffs`` back-offs suspends in the FIFO queue.
+
+How the loop is laid out, and why (``benchmarks/engine.py`` times it against
+a bare heap simulation of the same model):
+
+* State is one buffer (:mod:`models.state`); every kernel takes its address
+  ``mem`` plus a few scalars, all passed in registers, and cuts the tables it
+  needs with the inlined :func:`models.state.tables`.  Calls are cheap, so no
+  kernel needs numba's forced inlining, which costs compile time.
+* An event is a time and one int64 key (sequence, kind, worker packed so a
+  key compare is a sequence compare) in a binary heap sifted by moving a
+  hole, not by swaps.  Events due now go to a ring and skip the heap.
+* :func:`execute` (a worker's program from its program counter) has one call
+  site, in :func:`run_events`; each handler says whether the worker goes on
+  executing.  The rare paths of a program (suspending or spinning on a latch,
+  yielding the scheduler, ending) are kernels of their own, so they do not
+  bloat the common path.
 """
 
 from __future__ import annotations
@@ -34,109 +50,109 @@ from numba import njit
 
 from models import latch as lt
 from models import scheduler as sch
-from models.program import ACQUIRE, CPU, END, LOOP, RELEASE, YIELD
+from models.program import ACQUIRE, CPU, FIXED, LOOP, RELEASE, YIELD
 from models.rng import draw
 from models.state import (
     ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ,
     AL_SUSPENDED, AL_WORKER, BACKOFF, DONE, EV_BACKOFF_DONE, EV_CPU_DONE,
-    EV_DISPATCHED, EV_SPIN_DONE, EV_WAKE, FAIR, FLAG_GRANTED, FLAG_NONE,
-    FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_HEAPN, G_LOGN, G_MAIN_LEFT,
-    G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS, G_TRACEN, G_YIELDS, GF_END,
-    GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH, GF_WAKEUP, GF_YIELD_MAX,
-    GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL, L_MAX_BACKOFFS, L_POLICY, L_QHEAD,
-    L_QLEN, L_SPINNERS, L_SPINS, L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST,
-    LF_LATSUM, LF_SPIN_US, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW,
-    NEW, RUNNABLE, RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES,
-    SF_BUSY, SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND,
-    STATUS_STUCK, STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED,
-    W_DAEMON, W_FLAG, W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED,
-    W_STATE, W_WAITED, WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART,
-    WF_SIGACC, WF_SPIN, WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC,
+    EV_DISPATCHED, EV_SEQ_SHIFT, EV_SPIN_DONE, EV_WAKE, EV_WORKER_BITS, FAIR,
+    FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_HEAPN, G_LOGN,
+    G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
+    G_TRACEN, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
+    GF_WAKEUP, GF_YIELD_MAX, GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL,
+    L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_SPINNERS, L_SPINS,
+    L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST, LF_LATSUM, LF_SPIN_US,
+    LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW, NEW, RUNNABLE,
+    RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES, SF_BUSY,
+    SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
+    STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED, W_DAEMON, W_FLAG,
+    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
+    WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SPIN,
+    WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, tables,
 )
 
-# ---------------------------------------------------------------- event heap
+_WORKER_MASK = (1 << EV_WORKER_BITS) - 1
+_JIT = dict(cache=True, _nrt=False, error_model="numpy")
+
+# ---------------------------------------------------------------- events
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def _before(heap_t, heap_i, i, j):
-    """Heap order: earlier time first, then earlier sequence number."""
-    if heap_t[i] != heap_t[j]:
-        return heap_t[i] < heap_t[j]
-    return heap_i[i, 0] < heap_i[j, 0]
+@njit(**_JIT)
+def push_event(mem, when, kind, w, now):
+    """Schedule event ``kind`` for worker ``w`` at time ``when``.
 
-
-@njit(cache=True, _nrt=False, error_model="numpy")
-def _swap(heap_t, heap_i, i, j):
-    heap_t[i], heap_t[j] = heap_t[j], heap_t[i]
-    for k in range(3):
-        heap_i[i, k], heap_i[j, k] = heap_i[j, k], heap_i[i, k]
-
-
-@njit(cache=True, _nrt=False, error_model="numpy")
-def push_event(gi, heap_t, heap_i, t, kind, w, now):
-    """Schedule event ``kind`` for worker ``w`` at time ``t``.
-
-    An event due at the current instant skips the heap: it goes to a FIFO of
-    immediate events (stored at the far end of the heap arrays) that the loop
-    drains before it takes anything later, which saves the heap traffic of
-    zero-cost wake-ups and context switches.
+    An event due at the current instant skips the heap: it goes to a FIFO ring
+    of immediate events that the loop drains before it takes anything later,
+    which saves the heap traffic of zero-cost wake-ups and context switches.
     """
-    if t <= now:
-        ring = heap_t.shape[0] // 2
-        slot = ring + (gi[G_NOW_HEAD] + gi[G_NOW_LEN]) % ring
-        heap_t[slot] = t
-        heap_i[slot, 1] = kind
-        heap_i[slot, 2] = w
+    t = tables(mem)
+    gi = t.gi
+    if when <= now:
+        ring = t.ring
+        slot = gi[G_NOW_HEAD] + gi[G_NOW_LEN]
+        if slot >= ring.shape[0]:
+            slot -= ring.shape[0]
+        ring[slot] = (kind << EV_WORKER_BITS) | w
         gi[G_NOW_LEN] += 1
         return
-    n = gi[G_HEAPN]
-    heap_t[n] = t
-    heap_i[n, 0] = gi[G_SEQ]
-    heap_i[n, 1] = kind
-    heap_i[n, 2] = w
+    heap_t, heap_k = t.heap_t, t.heap_k
+    key = (gi[G_SEQ] << EV_SEQ_SHIFT) | (kind << EV_WORKER_BITS) | w
     gi[G_SEQ] += 1
-    gi[G_HEAPN] = n + 1
-    while n > 0:
-        parent = (n - 1) // 2
-        if _before(heap_t, heap_i, n, parent):
-            _swap(heap_t, heap_i, n, parent)
-            n = parent
-        else:
+    i = gi[G_HEAPN]
+    gi[G_HEAPN] = i + 1
+    while i > 0:  # move the hole up past every later parent
+        parent = (i - 1) >> 1
+        tp = heap_t[parent]
+        if tp < when or (tp == when and heap_k[parent] < key):
             break
+        heap_t[i] = tp
+        heap_k[i] = heap_k[parent]
+        i = parent
+    heap_t[i] = when
+    heap_k[i] = key
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def pop_event(gi, heap_t, heap_i):
-    """Remove the earliest event into slot ``n - 1`` of the heap and return that slot."""
+@njit(**_JIT)
+def pop_event(mem):
+    """Remove the earliest event from the heap and return its key (its time is the old root's)."""
+    t = tables(mem)
+    gi, heap_t, heap_k = t.gi, t.heap_t, t.heap_k
+    first = heap_k[0]
     n = gi[G_HEAPN] - 1
-    _swap(heap_t, heap_i, 0, n)
     gi[G_HEAPN] = n
+    last_t, last_k = heap_t[n], heap_k[n]
     i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= n:
+    while True:  # move the hole at the root down until the last entry fits there
+        child = 2 * i + 1
+        if child >= n:
             break
-        child = left
-        if left + 1 < n and _before(heap_t, heap_i, left + 1, left):
-            child = left + 1
-        if _before(heap_t, heap_i, child, i):
-            _swap(heap_t, heap_i, child, i)
-            i = child
-        else:
+        right = child + 1
+        if right < n and (heap_t[right] < heap_t[child]
+                          or (heap_t[right] == heap_t[child] and heap_k[right] < heap_k[child])):
+            child = right
+        if last_t < heap_t[child] or (last_t == heap_t[child] and last_k < heap_k[child]):
             break
-    return n
+        heap_t[i] = heap_t[child]
+        heap_k[i] = heap_k[child]
+        i = child
+    heap_t[i] = last_t
+    heap_k[i] = last_k
+    return first
 
 
 # ---------------------------------------------------------------- bookkeeping
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def set_state(wi, wf, gi, trace_i, trace_f, w, state, now):
+@njit(**_JIT)
+def set_state(mem, w, state, now):
     """Move worker ``w`` to ``state``, closing its previous interval in the trace."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
     old = wi[w, W_STATE]
     if old == state:
         return
     if old < NEW and now > wf[w, WF_TSTATE]:
+        gi, trace_i, trace_f = t.gi, t.trace_i, t.trace_f
         n = gi[G_TRACEN]
         if n < trace_i.shape[0]:
             trace_i[n, 0] = w
@@ -149,15 +165,18 @@ def set_state(wi, wf, gi, trace_i, trace_f, w, state, now):
     wf[w, WF_TSTATE] = now
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now):
+@njit(**_JIT)
+def complete_acquire(mem, w, now):
     """Record a finished acquire: the worker now runs holding the latch."""
+    t = tables(mem)
+    wi, wf, li, lf, lw, gi = t.wi, t.wf, t.li, t.lf, t.lw, t.gi
     latch = wi[w, W_LATCH]
     mode = wi[w, W_MODE]
     latency = now - wf[w, WF_TREQ]
     li[latch, L_ACQ] += 1
     wi[w, W_ACQ] += 1
     lf[latch, LF_LATSUM] += latency
+    samples = t.samples
     n = gi[G_SAMPLEN]
     if n < samples.shape[0]:
         samples[n] = latency
@@ -170,6 +189,7 @@ def complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now):
         if wait > lw[latch, mode, LW_MAX]:
             lw[latch, mode, LW_MAX] = wait
         wf[w, WF_LATCHWAIT] += wait
+    log_i, log_f = t.log_i, t.log_f
     k = gi[G_LOGN]
     if k < log_i.shape[0]:
         log_i[k, AL_WORKER] = w
@@ -191,9 +211,11 @@ def complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now):
 # ---------------------------------------------------------------- scheduling
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, s, now):
+@njit(**_JIT)
+def try_dispatch(mem, s, now):
     """If scheduler ``s`` is free, switch to the head of its runnable queue."""
+    t = tables(mem)
+    wi, wf, si, sf, gf = t.wi, t.wf, t.si, t.sf, t.gf
     if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
         return
     w = sch.pop_front(si, wi, s)
@@ -203,16 +225,18 @@ def try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, s, no
     wi[w, W_BOOSTED] = 0
     si[s, S_SWITCHES] += 1
     sf[s, SF_BUSY] += gf[GF_SWITCH]
-    set_state(wi, wf, gi, trace_i, trace_f, w, RUNNING, now)
+    set_state(mem, w, RUNNING, now)
     wf[w, WF_BURSTEND] = now + gf[GF_SWITCH]
-    push_event(gi, heap_t, heap_i, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
+    push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def make_runnable(wi, wf, si, gi, trace_i, trace_f, w, boost, now):
+@njit(**_JIT)
+def make_runnable(mem, w, boost, now):
     """Put ``w`` in its scheduler's runnable queue, at the head if boosted."""
+    t = tables(mem)
+    wi, si = t.wi, t.si
     s = wi[w, W_SCHED]
-    set_state(wi, wf, gi, trace_i, trace_f, w, RUNNABLE, now)
+    set_state(mem, w, RUNNABLE, now)
     if boost and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
         si[s, S_BOOSTRUN] += 1
         wi[w, W_BOOSTED] = 1
@@ -224,26 +248,34 @@ def make_runnable(wi, wf, si, gi, trace_i, trace_f, w, boost, now):
         sch.push_back(si, wi, s, w)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def signal(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, flag, now):
+@njit(**_JIT)
+def wake(mem, w, now):
+    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler."""
+    make_runnable(mem, w, True, now)
+    try_dispatch(mem, tables(mem).wi[w, W_SCHED], now)
+
+
+@njit(**_JIT)
+def signal(mem, w, flag, now):
     """Signal suspended worker ``w``; it becomes runnable after the wake-up cost."""
-    wi[w, W_FLAG] = flag
-    wf[w, WF_TSIG] = now
-    if gf[GF_WAKEUP] > 0.0:
-        push_event(gi, heap_t, heap_i, now + gf[GF_WAKEUP], EV_WAKE, w, now)
+    t = tables(mem)
+    t.wi[w, W_FLAG] = flag
+    t.wf[w, WF_TSIG] = now
+    if t.gf[GF_WAKEUP] > 0.0:
+        push_event(mem, now + t.gf[GF_WAKEUP], EV_WAKE, w, now)
     else:
-        make_runnable(wi, wf, si, gi, trace_i, trace_f, w, True, now)
-        try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, wi[w, W_SCHED], now)
+        wake(mem, w, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def release(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, log_f, w, latch,
-            mode, now):
+@njit(**_JIT)
+def release(mem, w, latch, mode, now):
     """Release ``latch`` held by ``w`` and hand it on (fair) or signal a waiter (unfair)."""
+    t = tables(mem)
+    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
     li[latch, mode] -= 1
     k = wi[w, W_LOG]
     if k >= 0:
-        log_f[k, ALF_RELEASE] = now
+        t.log_f[k, ALF_RELEASE] = now
         wi[w, W_LOG] = -1
     if li[latch, L_POLICY] == FAIR:
         while li[latch, L_QLEN] > 0:
@@ -253,41 +285,105 @@ def release(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, lo
                 break
             lt.dequeue(li, lf, wi, wf, latch, now)
             li[latch, want] += 1
-            signal(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, head, FLAG_GRANTED, now)
+            signal(mem, head, FLAG_GRANTED, now)
     elif li[latch, L_QLEN] > 0:
         head = li[latch, L_QHEAD]
         if lt.grantable(li, latch, wi[head, W_MODE]):
             lt.dequeue(li, lf, wi, wf, latch, now)
-            signal(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, head, FLAG_RETRY, now)
+            signal(mem, head, FLAG_RETRY, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def give_up_scheduler(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now):
+@njit(**_JIT)
+def give_up_scheduler(mem, w, now):
     """Worker ``w`` leaves its scheduler; the next runnable worker gets it."""
-    s = wi[w, W_SCHED]
-    si[s, S_CUR] = -1
-    try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, s, now)
+    t = tables(mem)
+    s = t.wi[w, W_SCHED]
+    t.si[s, S_CUR] = -1
+    try_dispatch(mem, s, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def spin_round(wi, wf, sf, li, lf, gi, heap_t, heap_i, trace_i, trace_f, w, now):
+@njit(**_JIT)
+def spin_round(mem, w, now):
     """Start one spin round on the latch ``w`` is acquiring (CPU time on its scheduler)."""
+    t = tables(mem)
+    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
     latch = wi[w, W_LATCH]
-    set_state(wi, wf, gi, trace_i, trace_f, w, SPINNING, now)
+    set_state(mem, w, SPINNING, now)
     li[latch, L_SPINNERS] += 1
     li[latch, L_SPINS] += li[latch, L_SPINS_PER_ROUND]
     dur = lf[latch, LF_SPIN_US]
     wf[w, WF_CPU] += dur
     wf[w, WF_SPIN] += dur
-    sf[wi[w, W_SCHED], SF_BUSY] += dur
+    t.sf[wi[w, W_SCHED], SF_BUSY] += dur
     wf[w, WF_BURSTEND] = now + dur
-    push_event(gi, heap_t, heap_i, now + dur, EV_SPIN_DONE, w, now)
+    push_event(mem, now + dur, EV_SPIN_DONE, w, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-            trace_i, trace_f, log_i, log_f, samples, w, now):
-    """Run worker ``w``'s program from its program counter until it must wait for time."""
+@njit(**_JIT)
+def suspend(mem, w, now):
+    """Suspend ``w`` in the FIFO queue of the latch it is acquiring."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
+    set_state(mem, w, SUSPENDED, now)
+    wi[w, W_WAITED] = 1
+    wf[w, WF_TSUSP] = now
+    lt.enqueue(t.li, t.lf, wi, wf, wi[w, W_LATCH], w, now)
+    give_up_scheduler(mem, w, now)
+
+
+# ---------------------------------------------------------------- a worker's program
+
+
+@njit(**_JIT)
+def wait_for_latch(mem, w, latch, fair, now):
+    """The latch ``w`` asks for is not grantable now: suspend (fair) or start spinning (unfair)."""
+    if fair:
+        suspend(mem, w, now)
+    else:
+        t = tables(mem)
+        t.li[latch, L_COLL] += 1
+        t.wi[w, W_BACKOFFS] = 0
+        spin_round(mem, w, now)
+
+
+@njit(**_JIT)
+def yield_scheduler(mem, w, now):
+    """``w`` used up its quantum and another worker is runnable: go to the tail of the queue."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
+    s = wi[w, W_SCHED]
+    t.gi[G_YIELDS] += 1
+    wi[w, W_FLAG] = FLAG_YIELDED
+    wf[w, WF_TSIG] = now
+    t.si[s, S_CUR] = -1
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, s, now)
+
+
+@njit(**_JIT)
+def end_worker(mem, w, now):
+    """``w`` reached END: it is done and leaves its scheduler; the run ends with the last main worker."""
+    t = tables(mem)
+    gi = t.gi
+    set_state(mem, w, DONE, now)
+    t.si[t.wi[w, W_SCHED], S_LOAD] -= 1
+    if t.wi[w, W_DAEMON] == 0:
+        gi[G_MAIN_LEFT] -= 1
+        if gi[G_MAIN_LEFT] == 0:
+            t.gf[GF_END] = now
+    give_up_scheduler(mem, w, now)
+
+
+@njit(**_JIT)
+def execute(mem, w, now):
+    """Run worker ``w``'s program from its program counter until it must wait for time.
+
+    The common instructions are handled here; the rare outcomes (the latch is
+    taken, the quantum is up with others waiting, END) call kernels of their own.
+    """
+    t = tables(mem)
+    wi, wf, si, sf, li, lf = t.wi, t.wf, t.si, t.sf, t.li, t.lf
+    prog_i, prog_x = t.prog_i, t.prog_x
     s = wi[w, W_SCHED]
     while True:
         pc = wi[w, W_PC]
@@ -295,14 +391,14 @@ def execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, hea
         a = prog_i[pc, 1]
         b = prog_i[pc, 2]
         if op == CPU:
-            dur = draw(rng, a, prog_x[pc])
+            dur = draw(t.rng, a, prog_x[pc])
             if b >= 0:
                 dur += lf[b, LF_CONTCOST] * (li[b, L_QLEN] + li[b, L_SPINNERS])
             wi[w, W_PC] = pc + 1
             wf[w, WF_CPU] += dur
             sf[s, SF_BUSY] += dur
             wf[w, WF_BURSTEND] = now + dur
-            push_event(gi, heap_t, heap_i, now + dur, EV_CPU_DONE, w, now)
+            push_event(mem, now + dur, EV_CPU_DONE, w, now)
             return
         elif op == ACQUIRE:
             if wi[w, W_LATCH] != a:  # a fresh request, not a retry after a signal
@@ -316,29 +412,19 @@ def execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, hea
             fair = li[a, L_POLICY] == FAIR
             if lt.grantable(li, a, b) and (not fair or li[a, L_QLEN] == 0):
                 li[a, b] += 1
-                complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now)
+                complete_acquire(mem, w, now)
                 wi[w, W_PC] = pc + 1
-            elif fair:
-                suspend(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now)
-                return
             else:
-                li[a, L_COLL] += 1
-                wi[w, W_BACKOFFS] = 0
-                spin_round(wi, wf, sf, li, lf, gi, heap_t, heap_i, trace_i, trace_f, w, now)
+                wait_for_latch(mem, w, a, fair, now)
                 return
         elif op == RELEASE:
-            release(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, log_f, w, a, b, now)
+            release(mem, w, a, b, now)
             wi[w, W_PC] = pc + 1
         elif op == YIELD:
             wi[w, W_PC] = pc + 1
-            if now - wf[w, WF_QSTART] >= gf[GF_QUANTUM]:
+            if now - wf[w, WF_QSTART] >= t.gf[GF_QUANTUM]:
                 if si[s, S_HEAD] >= 0:
-                    gi[G_YIELDS] += 1
-                    wi[w, W_FLAG] = FLAG_YIELDED
-                    wf[w, WF_TSIG] = now
-                    si[s, S_CUR] = -1
-                    make_runnable(wi, wf, si, gi, trace_i, trace_f, w, False, now)
-                    try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, s, now)
+                    yield_scheduler(mem, w, now)
                     return
                 wf[w, WF_QSTART] = now
         elif op == LOOP:
@@ -351,40 +437,25 @@ def execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, hea
                 wi[w, slot] = 0
                 wi[w, W_PC] = pc + 1
         else:  # END
-            set_state(wi, wf, gi, trace_i, trace_f, w, DONE, now)
-            si[s, S_LOAD] -= 1
-            if wi[w, W_DAEMON] == 0:
-                gi[G_MAIN_LEFT] -= 1
-                if gi[G_MAIN_LEFT] == 0:
-                    gf[GF_END] = now
-            give_up_scheduler(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now)
+            end_worker(mem, w, now)
             return
-
-
-@njit(cache=True, _nrt=False, error_model="numpy")
-def suspend(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now):
-    """Suspend ``w`` in the FIFO queue of the latch it is acquiring."""
-    set_state(wi, wf, gi, trace_i, trace_f, w, SUSPENDED, now)
-    wi[w, W_WAITED] = 1
-    wf[w, WF_TSUSP] = now
-    lt.enqueue(li, lf, wi, wf, wi[w, W_LATCH], w, now)
-    give_up_scheduler(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now)
 
 
 # ---------------------------------------------------------------- event handlers
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def on_dispatched(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                  trace_i, trace_f, log_i, log_f, samples, w, now):
-    """The context switch is over: ``w`` runs with a fresh quantum."""
+@njit(**_JIT)
+def on_dispatched(mem, w, now):
+    """The context switch is over: ``w`` runs with a fresh quantum (and goes on executing)."""
+    t = tables(mem)
+    wi, wf, gf = t.wi, t.wf, t.gf
     wf[w, WF_QSTART] = now
     flag = wi[w, W_FLAG]
     if flag == FLAG_GRANTED or flag == FLAG_RETRY:
         wf[w, WF_WAITACC] += now - wf[w, WF_TSUSP]
         wf[w, WF_SIGACC] += now - wf[w, WF_TSIG]
     if flag == FLAG_GRANTED:
-        complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now)
+        complete_acquire(mem, w, now)
         wi[w, W_PC] += 1
     elif flag == FLAG_YIELDED:
         wait = now - wf[w, WF_TSIG]
@@ -392,47 +463,48 @@ def on_dispatched(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_
         if wait > gf[GF_YIELD_MAX]:
             gf[GF_YIELD_MAX] = wait
     wi[w, W_FLAG] = FLAG_NONE
-    execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-            trace_i, trace_f, log_i, log_f, samples, w, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def on_spin_done(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                 trace_i, trace_f, log_i, log_f, samples, w, now):
-    """A spin round ended: take the latch if free, else back off or suspend."""
+@njit(**_JIT)
+def on_spin_done(mem, w, now):
+    """A spin round ended: take the latch if free (True: go on executing), else back off or suspend."""
+    t = tables(mem)
+    wi, li = t.wi, t.li
     latch = wi[w, W_LATCH]
     mode = wi[w, W_MODE]
     li[latch, L_SPINNERS] -= 1
     if lt.grantable(li, latch, mode):
-        set_state(wi, wf, gi, trace_i, trace_f, w, RUNNING, now)
+        set_state(mem, w, RUNNING, now)
         li[latch, mode] += 1
-        complete_acquire(wi, wf, li, lf, lw, gi, log_i, log_f, samples, w, now)
+        complete_acquire(mem, w, now)
         wi[w, W_PC] += 1
-        execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                trace_i, trace_f, log_i, log_f, samples, w, now)
-    elif wi[w, W_BACKOFFS] < li[latch, L_MAX_BACKOFFS]:
-        pause = lf[latch, LF_BACKOFF_US] * 2.0 ** wi[w, W_BACKOFFS]
+        return True
+    if wi[w, W_BACKOFFS] < li[latch, L_MAX_BACKOFFS]:
+        pause = t.lf[latch, LF_BACKOFF_US] * 2.0 ** wi[w, W_BACKOFFS]
         wi[w, W_BACKOFFS] += 1
         li[latch, L_BACKOFFS] += 1
-        set_state(wi, wf, gi, trace_i, trace_f, w, BACKOFF, now)
-        push_event(gi, heap_t, heap_i, now + pause, EV_BACKOFF_DONE, w, now)
+        set_state(mem, w, BACKOFF, now)
+        push_event(mem, now + pause, EV_BACKOFF_DONE, w, now)
     else:
-        suspend(wi, wf, si, sf, li, lf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now)
+        suspend(mem, w, now)
+    return False
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**_JIT)
 def cpu_demand(si, s):
     """Workers running or runnable on scheduler ``s``."""
     return si[s, S_QLEN] + (1 if si[s, S_CUR] >= 0 else 0)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def on_arrival(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now):
+@njit(**_JIT)
+def on_arrival(mem, w, now):
     """A task arrives: bind it to its scheduler and make it runnable.
 
     An unbound task goes to the least-loaded scheduler: the fewest workers
     running or runnable, then the fewest tasks, then the lowest index.
     """
+    t = tables(mem)
+    wi, si = t.wi, t.si
     s = wi[w, W_SCHED]
     if s < 0:
         s = 0
@@ -442,14 +514,16 @@ def on_arrival(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, w, now)
                 s = k
         wi[w, W_SCHED] = s
     si[s, S_LOAD] += 1
-    wf[w, WF_TSTATE] = now
-    make_runnable(wi, wf, si, gi, trace_i, trace_f, w, False, now)
-    try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, s, now)
+    t.wf[w, WF_TSTATE] = now
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, s, now)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def finish(wi, wf, si, sf, gi, trace_i, trace_f, end):
+@njit(**_JIT)
+def finish(mem, end):
     """Close open trace intervals at ``end`` and remove CPU booked past it."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
     for w in range(wi.shape[0]):
         state = wi[w, W_STATE]
         if state == DONE or state == NEW:
@@ -457,40 +531,25 @@ def finish(wi, wf, si, sf, gi, trace_i, trace_f, end):
         over = wf[w, WF_BURSTEND] - end
         if (state == RUNNING or state == SPINNING) and over > 0.0:
             wf[w, WF_CPU] -= over
-            sf[wi[w, W_SCHED], SF_BUSY] -= over
+            t.sf[wi[w, W_SCHED], SF_BUSY] -= over
         wf[w, WF_BURSTEND] = end
-        set_state(wi, wf, gi, trace_i, trace_f, w, DONE, end)
+        set_state(mem, w, DONE, end)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
-def _dispatch_event(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                    trace_i, trace_f, log_i, log_f, samples, kind, w, now):
-    """Hand event ``kind`` of worker ``w`` to its handler."""
-    if kind == EV_CPU_DONE:
-        execute(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                trace_i, trace_f, log_i, log_f, samples, w, now)
-    elif kind == EV_DISPATCHED:
-        on_dispatched(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t,
-                      heap_i, trace_i, trace_f, log_i, log_f, samples, w, now)
-    elif kind == EV_SPIN_DONE:
-        on_spin_done(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t,
-                     heap_i, trace_i, trace_f, log_i, log_f, samples, w, now)
-    elif kind == EV_BACKOFF_DONE:
-        spin_round(wi, wf, sf, li, lf, gi, heap_t, heap_i, trace_i, trace_f, w, now)
-    else:  # EV_WAKE
-        make_runnable(wi, wf, si, gi, trace_i, trace_f, w, True, now)
-        try_dispatch(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f,
-                     wi[w, W_SCHED], now)
+@njit(**_JIT)
+def run_events(mem, max_events, chunk_end):
+    """Process events until the main workers finish, a bound is hit or the chunk ends.
 
-
-@njit(cache=True, _nrt=False, error_model="numpy")
-def run_events(prog_i, prog_x, order, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t,
-               heap_i, trace_i, trace_f, log_i, log_f, samples, max_events, chunk_end):
-    """Process events until the main workers finish, a bound is hit or the chunk ends."""
+    Immediate events (due now) come first, then the earlier of the next task
+    arrival and the heap's root; an arrival wins a tie.  Each event goes to its
+    handler; :func:`execute` then runs the worker's program if the handler says so.
+    """
+    t = tables(mem)
+    gi, gf, wf, order, ring, heap_t = t.gi, t.gf, t.wf, t.order, t.ring, t.heap_t
     n_arrivals = order.shape[0]
     while True:
         if gi[G_MAIN_LEFT] == 0:
-            finish(wi, wf, si, sf, gi, trace_i, trace_f, gf[GF_END])
+            finish(mem, gf[GF_END])
             gi[G_STATUS] = STATUS_DONE
             return STATUS_DONE
         if gi[G_EVENTS] >= max_events:
@@ -499,37 +558,48 @@ def run_events(prog_i, prog_x, order, wi, wf, si, sf, li, lf, lw, gi, gf, rng, h
         if gi[G_EVENTS] >= chunk_end:
             return STATUS_CHUNK
         if gi[G_NOW_LEN] > 0:  # immediate events first
-            ring = heap_t.shape[0] // 2
-            slot = ring + gi[G_NOW_HEAD]
-            gi[G_NOW_HEAD] = (gi[G_NOW_HEAD] + 1) % ring
+            key = ring[gi[G_NOW_HEAD]]
+            gi[G_NOW_HEAD] = gi[G_NOW_HEAD] + 1 if gi[G_NOW_HEAD] + 1 < ring.shape[0] else 0
             gi[G_NOW_LEN] -= 1
-            gi[G_EVENTS] += 1
-            _dispatch_event(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t,
-                            heap_i, trace_i, trace_f, log_i, log_f, samples,
-                            heap_i[slot, 1], heap_i[slot, 2], gf[GF_NOW])
-            continue
-        k = gi[G_NEXT_ARRIVAL]
-        t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
-        t_event = heap_t[0] if gi[G_HEAPN] > 0 else np.inf
-        if t_arrival == np.inf and t_event == np.inf:
-            gi[G_STATUS] = STATUS_STUCK
-            break
-        now = min(t_arrival, t_event)
-        if now > gf[GF_MAX_TIME]:
-            gi[G_STATUS] = STATUS_TIME_BOUND
-            break
-        gf[GF_NOW] = now
+            now = gf[GF_NOW]
+        else:
+            k = gi[G_NEXT_ARRIVAL]
+            t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+            t_event = heap_t[0] if gi[G_HEAPN] > 0 else np.inf
+            if t_arrival == np.inf and t_event == np.inf:
+                gi[G_STATUS] = STATUS_STUCK
+                break
+            now = min(t_arrival, t_event)
+            if now > gf[GF_MAX_TIME]:
+                gi[G_STATUS] = STATUS_TIME_BOUND
+                break
+            gf[GF_NOW] = now
+            if t_arrival <= t_event:
+                gi[G_EVENTS] += 1
+                gi[G_NEXT_ARRIVAL] = k + 1
+                on_arrival(mem, order[k], now)
+                continue
+            key = pop_event(mem)
         gi[G_EVENTS] += 1
-        if t_arrival <= t_event:
-            gi[G_NEXT_ARRIVAL] = k + 1
-            on_arrival(wi, wf, si, sf, gi, gf, heap_t, heap_i, trace_i, trace_f, order[k], now)
-            continue
-        slot = pop_event(gi, heap_t, heap_i)
-        _dispatch_event(prog_i, prog_x, wi, wf, si, sf, li, lf, lw, gi, gf, rng, heap_t, heap_i,
-                        trace_i, trace_f, log_i, log_f, samples, heap_i[slot, 1],
-                        heap_i[slot, 2], now)
+        kind = (key >> EV_WORKER_BITS) & 7
+        w = key & _WORKER_MASK
+        if kind == EV_CPU_DONE:
+            go = True
+        elif kind == EV_DISPATCHED:
+            on_dispatched(mem, w, now)
+            go = True
+        elif kind == EV_SPIN_DONE:
+            go = on_spin_done(mem, w, now)
+        elif kind == EV_BACKOFF_DONE:
+            spin_round(mem, w, now)
+            go = False
+        else:  # EV_WAKE
+            wake(mem, w, now)
+            go = False
+        if go:
+            execute(mem, w, now)
     gf[GF_END] = gf[GF_NOW]
-    finish(wi, wf, si, sf, gi, trace_i, trace_f, gf[GF_END])
+    finish(mem, gf[GF_END])
     return gi[G_STATUS]
 
 
@@ -540,7 +610,7 @@ from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
-from models.program import FIXED, Program  # noqa: E402
+from models.program import Program  # noqa: E402
 from models.rng import exponential, seed_state  # noqa: E402
 
 
@@ -615,12 +685,15 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     (:mod:`models.clock`), so the event loop's time arithmetic is exact.
     """
     n_workers = len(workload.worker_start)
+    if n_workers > st.MAX_WORKERS:
+        raise ValueError(f"{n_workers:,} workers: the engine runs at most {st.MAX_WORKERS:,} per run")
     samples = min(max(workload.expected_acquires, 1), 5_000_000)
-    s = st.allocate(n_workers, workload.schedulers, len(workload.latches), trace_events,
-                    record_acquires, samples)
     prog_i, prog_x = workload.program.arrays()
+    s = st.allocate(n_workers, workload.schedulers, len(workload.latches), prog_i.shape[0], trace_events,
+                    record_acquires, samples)
     fixed_cpu = (prog_i[:, 0] == CPU) & (prog_i[:, 1] == FIXED)  # exponential ones keep their exact mean
-    prog_x = np.where(fixed_cpu, to_ticks(prog_x), prog_x)
+    s.prog_i[:] = prog_i
+    s.prog_x[:] = np.where(fixed_cpu, to_ticks(prog_x), prog_x)
     s.wi[:, st.W_PC] = workload.worker_start
     s.wi[:, st.W_SCHED] = workload.worker_scheduler
     s.wi[:, st.W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
@@ -640,14 +713,13 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:
         _poisson_arrivals(s.rng, s.wf, workload.poisson_from, workload.poisson_gap_us)
-    order = np.argsort(s.wf[:, st.WF_ARRIVE], kind="stable").astype(np.int64)
+    s.order[:] = np.argsort(s.wf[:, st.WF_ARRIVE], kind="stable")
     if max_events <= 0:
         max_events = 60 * max(workload.expected_acquires, 1) + 20 * n_workers + 1_000_000
     expected = max(workload.expected_acquires, 1)
     done_events = 0
     while True:
-        status = run_events(prog_i, prog_x, order, *s.arrays(), max_events,
-                            min(done_events + chunk, max_events))
+        status = run_events(s.address, max_events, min(done_events + chunk, max_events))
         done_events = int(s.gi[st.G_EVENTS])
         if progress is not None:
             progress(min(1.0, s.li[:, st.L_ACQ].sum() / expected) if status == st.STATUS_CHUNK else 1.0)

@@ -77,8 +77,9 @@ class Result:
                 f"throughput_per_s={self.throughput_per_s:.1f}{flag})")
 
 
-def _percentile(x: np.ndarray, q: float) -> float:
-    return float(np.percentile(x, q)) if x.size else 0.0
+def _percentiles(x: np.ndarray, qs: list[float]) -> list[float]:
+    """The ``qs`` percentiles of ``x`` from one partial sort (0.0 each for no samples)."""
+    return [float(v) for v in np.percentile(x, qs)] if x.size else [0.0] * len(qs)
 
 
 def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Result:
@@ -110,10 +111,9 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "backoffs": int(s.li[idx, st.L_BACKOFFS].sum()),
         })
     # Per-acquire wait percentiles are over the whole sample (all latches of the run).
+    p50, p95, p99 = _percentiles(samples, [50, 95, 99])
     for row in latch_rows:
-        row["p50_wait_ms"] = _percentile(samples, 50)
-        row["p95_wait_ms"] = _percentile(samples, 95)
-        row["p99_wait_ms"] = _percentile(samples, 99)
+        row["p50_wait_ms"], row["p95_wait_ms"], row["p99_wait_ms"] = p50, p95, p99
 
     prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches))
     for prefix in prefixes:

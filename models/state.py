@@ -1,15 +1,34 @@
-"""The simulation state: plain numpy arrays, one row per worker, scheduler or latch.
+"""The simulation state: one buffer of 8-byte words, cut into fixed-shape tables.
 
-numba compiles the event loop over these arrays (no jitclass, which cannot be
-cached).  The column names below are the only place where the layout is
-written down; every kernel indexes with them.
+Every table the event loop reads or writes (one row per worker, scheduler or
+latch; the event heap; the trace and acquire log; the program) is a view into
+one int64 buffer (float tables read its words as float64).  A compiled kernel
+takes the buffer's address, one machine word, where it used to take seventeen
+arrays: numba passes each array as seven to nine words, so a call in the hot
+chain moved about 160 of them through the stack.  :func:`tables`, inlined into
+each kernel, cuts the views it needs from the sizes and offsets that
+:func:`allocate` writes into the buffer's first cells; column counts are
+constants, so an index is one multiply-add.  The column names below are the
+only place where the layout is written down; every kernel indexes with them.
+(numba compiles over plain arrays: a jitclass cannot be cached.)
+
+numba's cache keys a kernel on its own file only: after editing this module,
+clear the cache (``make clean``) or the engine may run with the old layout.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+WORD_BYTES = 8  # every table holds int64, uint64 or float64
 
 # Worker states (also the trace states).
 RUNNING, RUNNABLE, SPINNING, SUSPENDED, BACKOFF, NEW, DONE = 0, 1, 2, 3, 4, 5, 6
@@ -45,7 +64,13 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
 
 # Global integer cells.
 (G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
- G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_NCOLS) = range(13)
+ G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN,
+ # Table sizes, written once by allocate(); tables() cuts the views from them.
+ G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES,
+ # Where each table starts in the buffer (in words), also written once by allocate().
+ AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
+ AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
+ G_NCOLS) = range(40)
 # Global float cells.
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
  GF_MAX_TIME, GF_NCOLS) = range(9)
@@ -56,6 +81,14 @@ STATUS_DONE, STATUS_CHUNK, STATUS_EVENT_BOUND, STATUS_TIME_BOUND, STATUS_STUCK =
 # Event kinds on the heap.
 EV_CPU_DONE, EV_DISPATCHED, EV_SPIN_DONE, EV_BACKOFF_DONE, EV_WAKE = 0, 1, 2, 3, 4
 
+# An event is one int64 key beside its time: sequence number, kind and worker packed so that
+# comparing keys compares sequence numbers (ties in time run in the order they were scheduled).
+EV_WORKER_BITS = 22                   # workers per run: fewer than 2**22 (4,194,304)
+EV_KIND_BITS = 3
+EV_SEQ_SHIFT = EV_WORKER_BITS + EV_KIND_BITS
+MAX_WORKERS = 2**EV_WORKER_BITS - 1
+MAX_HEAP_PUSHES = 2**(63 - EV_SEQ_SHIFT) - 1  # sequence numbers stay below this (2.7e11 > max_events)
+
 # Boost a signalled worker to the head of the runnable queue at most this many times in a row.
 MAX_BOOSTS_IN_A_ROW = 1000
 
@@ -63,60 +96,138 @@ MAX_BOOSTS_IN_A_ROW = 1000
 AL_WORKER, AL_LATCH, AL_MODE, AL_SUSPENDED, AL_QSEQ, AL_NCOLS = range(6)
 ALF_REQUEST, ALF_GRANT, ALF_RUN, ALF_RELEASE, ALF_NCOLS = range(5)
 
+# Trace columns (int: worker, scheduler, state; float: start, end) and program columns (op, a, b, c).
+TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
+
+
+
+@intrinsic
+def view(typingctx, mem, start, shape, dtype):
+    """The C-ordered ``dtype`` array of ``shape`` at word ``start`` of the buffer at address ``mem``.
+
+    A few instructions and no checks.  (numba's own ``reshape`` calls out to a
+    C helper, which cost more than the event it served.)  The array borrows the
+    buffer: it lives only inside the kernel call, while the caller holds the buffer.
+    """
+    view_type = types.Array(dtype.dtype, len(shape), "C")
+
+    def codegen(context, builder, sig, args):
+        out = make_array(view_type)(context, builder)
+        intp = context.get_value_type(types.intp)
+        itemsize = context.get_abi_sizeof(context.get_data_type(dtype.dtype))
+        address = builder.add(args[0], builder.mul(args[1], intp(WORD_BYTES)))
+        dims = cgutils.unpack_tuple(builder, args[2])
+        strides, step = [], intp(itemsize)
+        for dim in reversed(dims):
+            strides.insert(0, step)
+            step = builder.mul(step, dim)
+        populate_array(out, data=builder.inttoptr(address, out.data.type), shape=dims, strides=strides,
+                       itemsize=intp(itemsize), meminfo=None)
+        return impl_ret_borrowed(context, builder, view_type, out._getvalue())
+    return view_type(mem, start, shape, dtype), codegen
+
+
+@intrinsic
+def fixed(typingctx, mem, k):
+    """Word ``k`` of the buffer's header (a size or an offset), loaded as invariant.
+
+    The header is written once, before the run.  Telling LLVM so lets it load
+    each offset once per kernel instead of after every store into the buffer
+    (every table is a view of the same memory, so any store might otherwise
+    have changed it).
+    """
+    def codegen(context, builder, sig, args):
+        intp = context.get_value_type(types.intp)
+        address = builder.add(args[0], builder.mul(args[1], intp(WORD_BYTES)))
+        load = builder.load(builder.inttoptr(address, intp.as_pointer()))
+        load.set_metadata("invariant.load", builder.module.add_metadata([]))
+        return load
+    return types.int64(mem, k), codegen
+
+
+Tables = namedtuple("Tables", (
+    "gi", "wi", "si", "li", "heap_k", "ring", "order", "prog_i", "trace_i", "log_i", "rng",
+    "gf", "wf", "sf", "lf", "lw", "heap_t", "prog_x", "trace_f", "log_f", "samples"))
+
+
+def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows: int, log_rows: int,
+           samples: int) -> dict[str, tuple[tuple[int, ...], type]]:
+    """Every table's shape and dtype, in buffer order (the global cells first)."""
+    heap = workers + 8  # each worker has at most one pending event
+    i8, f8 = np.int64, np.float64
+    return {
+        "gi": ((G_NCOLS,), i8), "wi": ((workers, W_NCOLS), i8), "si": ((schedulers, S_NCOLS), i8),
+        "li": ((latches, L_NCOLS), i8), "heap_k": ((heap,), i8), "ring": ((heap,), i8),
+        "order": ((workers,), i8), "prog_i": ((program, P_NCOLS), i8),
+        "trace_i": ((trace_rows, TR_NCOLS), i8), "log_i": ((log_rows, AL_NCOLS), i8),
+        "rng": ((1,), np.uint64), "gf": ((GF_NCOLS,), f8), "wf": ((workers, WF_NCOLS), f8),
+        "sf": ((schedulers, SF_NCOLS), f8), "lf": ((latches, LF_NCOLS), f8),
+        "lw": ((latches, 5, LW_NCOLS), f8), "heap_t": ((heap,), f8), "prog_x": ((program,), f8),
+        "trace_f": ((trace_rows, TRF_NCOLS), f8), "log_f": ((log_rows, ALF_NCOLS), f8),
+        "samples": ((samples,), f8),
+    }
+
+
+@njit(inline="always", _nrt=False, error_model="numpy")
+def tables(mem):
+    """Every table as a view into the buffer at address ``mem``, from the sizes and offsets in its first cells.
+
+    Inlined into each kernel, so a kernel pays only for the views it uses: one
+    load of the table's offset and, for row tables, of its row count.
+    """
+    i8, f8 = np.int64, np.float64
+    nw, ns, nl = fixed(mem, G_WORKERS), fixed(mem, G_SCHEDULERS), fixed(mem, G_LATCHES)
+    heap = nw + 8
+    return Tables(
+        view(mem, 0, (G_NCOLS,), i8), view(mem, fixed(mem, AT_WI), (nw, W_NCOLS), i8), view(mem, fixed(mem, AT_SI), (ns, S_NCOLS), i8),
+        view(mem, fixed(mem, AT_LI), (nl, L_NCOLS), i8), view(mem, fixed(mem, AT_HEAP_K), (heap,), i8),
+        view(mem, fixed(mem, AT_RING), (heap,), i8), view(mem, fixed(mem, AT_ORDER), (nw,), i8),
+        view(mem, fixed(mem, AT_PROG_I), (fixed(mem, G_PROGRAM), P_NCOLS), i8),
+        view(mem, fixed(mem, AT_TRACE_I), (fixed(mem, G_TRACE_ROWS), TR_NCOLS), i8),
+        view(mem, fixed(mem, AT_LOG_I), (fixed(mem, G_LOG_ROWS), AL_NCOLS), i8), view(mem, fixed(mem, AT_RNG), (1,), np.uint64),
+        view(mem, fixed(mem, AT_GF), (GF_NCOLS,), f8), view(mem, fixed(mem, AT_WF), (nw, WF_NCOLS), f8),
+        view(mem, fixed(mem, AT_SF), (ns, SF_NCOLS), f8), view(mem, fixed(mem, AT_LF), (nl, LF_NCOLS), f8),
+        view(mem, fixed(mem, AT_LW), (nl, 5, LW_NCOLS), f8), view(mem, fixed(mem, AT_HEAP_T), (heap,), f8),
+        view(mem, fixed(mem, AT_PROG_X), (fixed(mem, G_PROGRAM),), f8),
+        view(mem, fixed(mem, AT_TRACE_F), (fixed(mem, G_TRACE_ROWS), TRF_NCOLS), f8),
+        view(mem, fixed(mem, AT_LOG_F), (fixed(mem, G_LOG_ROWS), ALF_NCOLS), f8),
+        view(mem, fixed(mem, AT_SAMPLES), (fixed(mem, G_SAMPLES),), f8))
+
 
 @dataclass
 class State:
-    """Every array the event loop reads or writes, allocated once per run."""
+    """A run's buffer of 8-byte words and, for Python code reading the result, its tables as numpy views."""
 
-    wi: np.ndarray
-    wf: np.ndarray
-    si: np.ndarray
-    sf: np.ndarray
-    li: np.ndarray
-    lf: np.ndarray
-    lw: np.ndarray
-    gi: np.ndarray
-    gf: np.ndarray
-    rng: np.ndarray
-    heap_t: np.ndarray
-    heap_i: np.ndarray
-    trace_i: np.ndarray
-    trace_f: np.ndarray
-    log_i: np.ndarray
-    log_f: np.ndarray
-    samples: np.ndarray
+    words: np.ndarray
+    tables: Tables
 
-    def arrays(self) -> tuple:
-        """The arrays in the order the kernel takes them."""
-        return (self.wi, self.wf, self.si, self.sf, self.li, self.lf, self.lw,
-                self.gi, self.gf, self.rng, self.heap_t, self.heap_i,
-                self.trace_i, self.trace_f, self.log_i, self.log_f, self.samples)
+    @property
+    def address(self) -> int:
+        """Where the buffer starts in memory: what the compiled kernels take."""
+        return self.words.ctypes.data
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """``state.wi``, ``state.log_f``...: the table of that name."""
+        if name in Tables._fields:
+            return getattr(self.__dict__["tables"], name)
+        raise AttributeError(name)
 
 
-def allocate(workers: int, schedulers: int, latches: int, trace_events: int,
+def allocate(workers: int, schedulers: int, latches: int, program: int, trace_events: int,
              logged_acquires: int, samples: int) -> State:
-    """Allocate zeroed state for a run of this size."""
-    wi = np.zeros((workers, W_NCOLS), np.int64)
-    wi[:, W_NEXT] = -1
-    wi[:, W_PREV] = -1
-    wi[:, W_QNEXT] = -1
-    wi[:, W_LATCH] = -1
-    wi[:, W_LOG] = -1
-    wi[:, W_STATE] = NEW
-    si = np.zeros((schedulers, S_NCOLS), np.int64)
-    si[:, S_CUR] = -1
-    si[:, S_HEAD] = -1
-    si[:, S_TAIL] = -1
-    li = np.zeros((latches, L_NCOLS), np.int64)
-    li[:, L_QHEAD] = -1
-    li[:, L_QTAIL] = -1
-    heap_cap = 2 * (workers + 8)  # the heap, then a ring of the same size for immediate events
-    return State(
-        wi=wi, wf=np.zeros((workers, WF_NCOLS)), si=si, sf=np.zeros((schedulers, SF_NCOLS)),
-        li=li, lf=np.zeros((latches, LF_NCOLS)), lw=np.zeros((latches, 5, LW_NCOLS)),
-        gi=np.zeros(G_NCOLS, np.int64), gf=np.zeros(GF_NCOLS), rng=np.zeros(1, np.uint64),
-        heap_t=np.zeros(heap_cap), heap_i=np.zeros((heap_cap, 3), np.int64),
-        trace_i=np.zeros((trace_events, 3), np.int64), trace_f=np.zeros((trace_events, 2)),
-        log_i=np.zeros((logged_acquires, AL_NCOLS), np.int64),
-        log_f=np.zeros((logged_acquires, ALF_NCOLS)), samples=np.zeros(samples),
-    )
+    """Allocate the buffer for a run of this size, write the sizes and offsets, and empty every table."""
+    layout = shapes(workers, schedulers, latches, program, trace_events, logged_acquires, samples)
+    assert tuple(layout) == Tables._fields
+    lengths = [int(np.prod(shape)) for shape, _ in layout.values()]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    words = np.zeros(sum(lengths), np.int64)  # all-zero bits are 0.0 in the float tables too
+    words[[G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES]] = (
+        workers, schedulers, latches, program, trace_events, logged_acquires, samples)
+    words[AT_WI:AT_SAMPLES + 1] = starts[1:]
+    t = Tables(*(words[start:start + n].view(dtype).reshape(shape)
+                 for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
+    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG]] = -1
+    t.wi[:, W_STATE] = NEW
+    t.si[:, [S_CUR, S_HEAD, S_TAIL]] = -1
+    t.li[:, [L_QHEAD, L_QTAIL]] = -1
+    return State(words, t)
