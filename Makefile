@@ -2,7 +2,7 @@
 #   make book    build the static site from clean into _build/html (offline)
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
-#   make sweep   recompute every static explorer's grid into book/data/
+#   make sweep   recompute every explorer grid (replicated seeds) into book/data/ on every core
 #   make clean   remove build outputs (keeps .venv)
 # Works on a fresh Debian machine with Python 3.11, node/npm and network access to PyPI, npm and apt.
 

@@ -10,7 +10,8 @@ from a sweep stays interactive in the static site with no kernel.
 - :func:`wait_distribution`: the per-acquire latch wait, as an ECDF with p50, p99 and max.
 - :func:`throughput_vs`: a metric against a parameter, with reference lines.
 - :func:`dmv_table`: a DMV-shaped DataFrame as a readable table.
-- :func:`explorer`: a sweep with sliders and dropdowns bound to Altair parameters.
+- :func:`explorer`: a sweep with sliders and dropdowns bound to Altair parameters; a metric
+  whose ``<metric>_ci95`` column is in the frame gets its 95% confidence interval as a band.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
+
+from models.sweep import CI_SUFFIX
 
 try:  # the site's offline renderer (deterministic div ids, local vega bundle)
     from models import render as _render
@@ -493,7 +496,8 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     missing = [c for c in keys + metrics if c not in df.columns]
     if missing:
         raise ValueError(f"explorer: columns {missing} are not in the DataFrame ({list(df.columns)})")
-    data = df[keys + [m for m in metrics if m not in keys]].reset_index(drop=True)
+    bands = [m + CI_SUFFIX for m in metrics if m + CI_SUFFIX in df.columns]
+    data = df[keys + [m for m in metrics if m not in keys] + bands].reset_index(drop=True)
     _check_unique(data, keys)
     title = title or f"Explore {label(y, labels).split(' (')[0]} against {label(x, labels).split(' (')[0]}"
     caption = caption or "Move the sliders and pick from the lists below the chart: it redraws with no kernel."
@@ -519,19 +523,25 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
 
 def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
                     labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
-                    width: int, height: int) -> alt.Chart:
-    """One explorer panel: y against x over the rows the inputs select."""
+                    width: int, height: int) -> alt.Chart | alt.LayerChart:
+    """One explorer panel: y against x over the rows the inputs select, over its CI band if it has one."""
+    band = y + CI_SUFFIX in data.columns
+    if band:
+        data = data.assign(**{f"{y}_low": data[y] - data[y + CI_SUFFIX], f"{y}_high": data[y] + data[y + CI_SUFFIX]})
+        if log_y:  # a log axis cannot draw zero: the band stops at the smallest positive value
+            floor = data[y][data[y] > 0].min()
+            data[f"{y}_low"] = data[f"{y}_low"].where(data[f"{y}_low"] > 0, floor)
     y_domain = alt.Undefined
     if fixed_y:
-        ys = data[y].dropna()
+        ys = pd.concat([data[y], data[f"{y}_high"]] if band else [data[y]]).dropna()
         ys = ys[ys > 0] if log_y else ys
         if len(ys):
             low, high = float(ys.min()), float(ys.max())
             y_domain = [low, high] if log_y else [min(0.0, low), high if high > low else low + 1.0]
+    y_scale = alt.Scale(type="log" if log_y else "linear", domain=y_domain, clamp=True)
     enc: dict[str, Any] = {
         "x": alt.X(f"{x}:Q", title=label(x, labels), scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False)),
-        "y": alt.Y(f"{y}:Q", title=label(y, labels),
-                   scale=alt.Scale(type="log" if log_y else "linear", domain=y_domain, clamp=True)),
+        "y": alt.Y(f"{y}:Q", title=label(y, labels), scale=y_scale),
         "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(data[c]) else 'N'}",
                                 title=label(c, labels)) for c in dict.fromkeys([x, y, color]) if c],
     }
@@ -539,6 +549,15 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
         values = _grid_values(data[color])
         enc["color"] = alt.Color(f"{color}:N", title=label(color, labels), sort=values,
                                  scale=alt.Scale(domain=values, range=_palette(len(values))))
-    return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
-            .properties(width=width, height=height))
+    if band:
+        enc["tooltip"].append(alt.Tooltip(f"{y}{CI_SUFFIX}:Q", title="± 95% interval", format=".3~g"))
+    if not band:
+        return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
+                .properties(width=width, height=height))
+    base = alt.Chart().transform_filter(keep)  # both layers read the layer's one copy of the data
+    area = base.mark_area(opacity=0.2).encode(
+        x=enc["x"], y=alt.Y(f"{y}_low:Q", title=label(y, labels), scale=y_scale),
+        y2=alt.Y2(f"{y}_high:Q"), **({"color": enc["color"]} if color is not None else {}))
+    line = base.mark_line(point=True).encode(**enc)
+    return alt.layer(area, line, data=_records(data)).properties(width=width, height=height)
 

@@ -2,7 +2,7 @@
 
     python -m models list [--json]
     python -m models run SCENARIO name=value ... [--json]
-    python -m models sweep NAME
+    python -m models sweep NAME [--jobs N | --dask ADDRESS]
 """
 
 from __future__ import annotations
@@ -83,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--json", action="store_true")
     p_sweep = sub.add_parser("sweep", help="precompute a sweep into book/data/NAME.csv")
     p_sweep.add_argument("name")
+    where = p_sweep.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="processes on this machine (default: every core; 1: run here, one by one)")
+    where.add_argument("--dask", default=None, metavar="ADDRESS",
+                       help="run on the Dask scheduler at ADDRESS (tcp://host:8786) instead")
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -92,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from models.sweep import write_sweep
 
-            for path in write_sweep(args.name):
+            if args.jobs is not None and args.jobs < 1:
+                raise ParameterError(f"--jobs={args.jobs} is out of range: use 1 or more processes")
+            for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
                 print(path)
     except ParameterError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,43 +1,64 @@
-"""Parameter sweeps behind the static explorers: a grid of runs written to ``book/data``.
+"""Parameter sweeps behind the static explorers: a grid of replicated runs written to ``book/data``.
 
-A sweep is a scenario, a grid (parameter -> values) and fixed overrides.
-Every grid point is one run with the sweep's seed, so the stored table is a
-pure function of the sweep's definition and a test can recompute any row.
+A sweep is a scenario, a grid (parameter -> values), fixed overrides and a
+number of replications.  Each grid point runs once per seed (``seed``,
+``seed + 1``, ...); the stored row holds, for every metric, the mean over the
+seeds and the half-width of its 95% confidence interval (Student t).  A run is
+a pure function of (point, seed), and the means are summed exactly
+(``math.fsum``) in seed order, so the stored table is the same whichever
+executor ran the runs: in this process, on a local process pool (the default)
+or on a Dask distributed cluster.
 """
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import math
+import os
 import pkgutil
 import sys
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
 METRICS = ("elapsed_ms", "throughput_per_s", "acquires", "waiting_requests_count", "wait_time_ms",
            "max_wait_time_ms", "p50_wait_ms", "p99_wait_ms", "mean_wait_ms",
            "signal_wait_time_ms", "collisions", "spins", "backoffs")
+CI_SUFFIX = "_ci95"  # column of a metric's 95% confidence half-width
 DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data"
+FLOAT_FORMAT = "%.6g"  # what the CSV keeps: more than a chart shows, and no CPU's last digits
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """A named grid of runs of one scenario."""
+    """A named grid of runs of one scenario, each point replicated over ``replications`` seeds."""
 
     name: str
     scenario: str
     grid: dict[str, list[Any]]
     fixed: dict[str, Any] = field(default_factory=dict)
+    replications: int = 5
     doc: str = ""
 
     def points(self) -> list[dict[str, Any]]:
-        """Every grid point as a parameter dict (fixed values included)."""
+        """Every grid point as a parameter dict (fixed values included, seed = the first seed)."""
         keys = list(self.grid)
         return [dict(self.fixed, **dict(zip(keys, combo)))
                 for combo in itertools.product(*(self.grid[k] for k in keys))]
+
+    def seeds(self) -> list[int]:
+        """The seeds every point runs with."""
+        first = int(self.fixed.get("seed", 1))
+        return list(range(first, first + self.replications))
+
+    def columns(self) -> list[str]:
+        """The stored table's columns: the grid, then each metric's mean and CI half-width."""
+        return list(self.grid) + [c for m in METRICS for c in (m, m + CI_SUFFIX)]
 
 
 def metrics(result) -> dict[str, Any]:
@@ -60,14 +81,106 @@ def metrics(result) -> dict[str, Any]:
     }
 
 
-def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
-    """Run one grid point and return its row (grid values, then metrics)."""
+def run_one(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One run's metrics (the unit of work an executor ships to a process or a Dask worker)."""
     import models
 
-    result = models.run(sweep.scenario, **point)
-    row = {k: point[k] for k in sweep.grid}
-    row.update(metrics(result))
-    return row
+    return metrics(models.run(scenario, **params))
+
+
+def t95(dof: int) -> float:
+    """The 97.5% quantile of Student's t with ``dof`` degrees of freedom, rounded to 6 decimals.
+
+    Rounded so that the interval does not carry a numerical library's last digits.
+    """
+    from scipy import stats
+
+    if isinstance(dof, bool) or not isinstance(dof, int) or dof < 1:
+        raise ValueError(f"dof={dof!r} is out of range: use 1 or more (two or more replications)")
+    return round(float(stats.t.ppf(0.975, dof)), 6)
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and 95% confidence half-width of ``values`` (half-width 0 for a single value), summed exactly."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, t95(n - 1) * math.sqrt(var / n)
+
+
+def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """The stored table from every run's metrics, in (point, seed) order."""
+    r = sweep.replications
+    rows = []
+    for k, point in enumerate(sweep.points()):
+        row = {key: point[key] for key in sweep.grid}
+        reps = runs[k * r:(k + 1) * r]
+        for m in METRICS:
+            row[m], row[m + CI_SUFFIX] = mean_ci([float(rep[m]) for rep in reps])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=sweep.columns())
+
+
+def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
+    """Every run of the sweep as (scenario, parameters), point by point, seed by seed."""
+    return [(sweep.scenario, dict(point, seed=seed)) for point in sweep.points() for seed in sweep.seeds()]
+
+
+def _call(job: tuple[Callable, tuple]) -> Any:
+    fn, args = job
+    return fn(*args)
+
+
+def run_all(fn: Callable[..., Any], arglist: list[tuple], *, jobs: int | None = None, dask: str | None = None,
+            label: str = "runs", progress: bool = True) -> list[Any]:
+    """``[fn(*args) for args in arglist]``, in that order, run on ``jobs`` processes or a Dask cluster.
+
+    ``jobs=1`` runs here, in order; ``jobs=None`` uses every core.  ``dask``
+    is the address of a running Dask scheduler (``tcp://host:8786``) whose
+    workers can import this package.  A tqdm bar counts finished runs.
+    """
+    from tqdm import tqdm
+
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs={jobs!r} is out of range: use a whole number of processes, 1 or more")
+    results: list[Any] = [None] * len(arglist)
+    with tqdm(total=len(arglist), desc=label, unit="run", disable=not progress, file=sys.stderr) as bar:
+        if dask is not None:
+            from distributed import Client
+            from distributed import as_completed as dask_completed
+
+            with Client(dask) as client:
+                futures = client.map(_call, [(fn, args) for args in arglist], pure=False)
+                index = {f.key: k for k, f in enumerate(futures)}
+                for future in dask_completed(futures):
+                    results[index[future.key]] = future.result()
+                    bar.update()
+        elif (jobs or os.cpu_count() or 1) == 1 or len(arglist) < 2:
+            for k, args in enumerate(arglist):
+                results[k] = fn(*args)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=jobs or os.cpu_count(), mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(fn, *args): k for k, args in enumerate(arglist)}
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    bar.update()
+    return results
+
+
+def run_sweep(sweep: Sweep, *, jobs: int | None = None, dask: str | None = None,
+              progress: bool = True) -> pd.DataFrame:
+    """Run every replication of every grid point and return the stored table."""
+    runs = run_all(run_one, tasks(sweep), jobs=jobs, dask=dask, label=sweep.name, progress=progress)
+    return summarise(sweep, runs)
+
+
+def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
+    """One grid point's row (grid values, then each metric's mean and CI), its seeds run here."""
+    runs = [run_one(sweep.scenario, dict(point, seed=seed)) for seed in sweep.seeds()]
+    return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
 
 
 def _modules() -> dict[str, Any]:
@@ -87,22 +200,20 @@ def sweeps() -> dict[str, Sweep]:
     return {name: module.SWEEP for name, module in _modules().items()}
 
 
-def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
-    """Run every grid point in order and return the table."""
-    points = sweep.points()
-    rows = []
-    for k, point in enumerate(points):
-        rows.append(run_point(sweep, point))
-        if progress is not None:
-            progress(k + 1, len(points))
-    return pd.DataFrame(rows)
+def write_table(table: pd.DataFrame, path: Path) -> Path:
+    """Write a sweep table as the book stores it (6 significant digits)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False, float_format=FLOAT_FORMAT)
+    return path
 
 
-def write_sweep(name: str, out_dir: Path = DATA_DIR) -> list[Path]:
+def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None, dask: str | None = None,
+                progress: bool = True) -> list[Path]:
     """Run the sweep called ``name``, write ``out_dir/NAME.csv`` and any extra tables its module makes.
 
-    A sweep module may define ``write_extra(out_dir) -> list[Path]`` for data
-    that is not a grid of single runs (for example replications over seeds).
+    A sweep module may define ``write_extra(out_dir, run) -> list[Path]`` for
+    data that is not a grid of points; ``run`` is :func:`run_all` bound to the
+    same executor.
     """
     modules = _modules()
     known = {n: m.SWEEP for n, m in modules.items()}
@@ -110,16 +221,10 @@ def write_sweep(name: str, out_dir: Path = DATA_DIR) -> list[Path]:
         from models.params import ParameterError
 
         raise ParameterError(f"sweep={name!r} is unknown: use one of {', '.join(sorted(known)) or '(none)'}")
-
-    def show(done: int, total: int) -> None:
-        print(f"\r{name}: {done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
-
-    table = run_sweep(known[name], show)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.csv"
-    table.to_csv(path, index=False, float_format="%.6g")
-    paths = [path]
+    paths = [write_table(run_sweep(known[name], jobs=jobs, dask=dask, progress=progress), out_dir / f"{name}.csv")]
     extra = getattr(modules[name], "write_extra", None)
     if extra is not None:
-        paths += extra(out_dir)
+        def run(fn: Callable[..., Any], arglist: Iterable[tuple], label: str) -> list[Any]:
+            return run_all(fn, list(arglist), jobs=jobs, dask=dask, label=label, progress=progress)
+        paths += extra(out_dir, run)
     return paths

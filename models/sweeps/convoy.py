@@ -2,7 +2,7 @@
 
 Explorer: arrival rate x wake-up cost x latch policy x arrival process x
 initial burst, one EX latch held 2 ms, context switch 5 us, 20,000 requests
-per point.  The hand-off is wakeup_us + 5 us, so the wake-up values give
+per run and 10 seeds per point (the table holds their mean and 95% interval).  The hand-off is wakeup_us + 5 us, so the wake-up values give
 hand-offs of 5, 25, 100 and 200 us.
 
 Time-to-convoy: Poisson arrivals with a 200 us hand-off, many seeds per
@@ -13,10 +13,11 @@ is found by :func:`models.analysis.convoy.convoy_onset_ms`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
-from models.sweep import DATA_DIR, Sweep
+from models.sweep import DATA_DIR, Sweep, write_table
 
 HOLD_MS = 2.0
 SWITCH_US = 5.0
@@ -32,6 +33,7 @@ SWEEP = Sweep(
         "initial_queue": [0, 50],
     },
     fixed={"hold_ms": HOLD_MS, "context_switch_us": SWITCH_US, "requests": 20_000, "seed": 1},
+    replications=10,
     doc="One EX latch held 2 ms: wait and throughput against arrival rate, hand-off cost, policy, "
         "arrival process and an initial burst.",
 )
@@ -64,24 +66,18 @@ def onset_row(rate: float, seed: int) -> dict[str, float | int]:
             "mean_wait_ms": res.mean_wait_ms, "throughput_per_s": res.throughput_per_s}
 
 
-def onset_table() -> pd.DataFrame:
-    """Time to convoy for every rate and seed."""
-    return pd.DataFrame([onset_row(rate, seed) for rate in ONSET_RATES
-                         for seed in range(1, ONSET_SEEDS + 1)])
+def onset_table(run: Callable[..., list] | None = None) -> pd.DataFrame:
+    """Time to convoy for every rate and seed (``run`` maps the runs onto an executor; default: here)."""
+    arglist = [(rate, seed) for rate in ONSET_RATES for seed in range(1, ONSET_SEEDS + 1)]
+    if run is None:
+        return pd.DataFrame([onset_row(*args) for args in arglist])
+    return pd.DataFrame(run(onset_row, arglist, "convoy onset"))
 
 
-def write_onsets(out_dir: Path = DATA_DIR) -> Path:
-    """Compute the time-to-convoy table and write it to ``out_dir/convoy_onset.csv``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / ONSET_FILE
-    onset_table().to_csv(path, index=False, float_format="%.6g")
-    return path
-
-
-def write_extra(out_dir: Path = DATA_DIR) -> list[Path]:
-    """The extra table `python -m models sweep convoy` writes beside the grid."""
-    return [write_onsets(out_dir)]
+def write_extra(out_dir: Path = DATA_DIR, run: Callable[..., list] | None = None) -> list[Path]:
+    """The time-to-convoy table `python -m models sweep convoy` writes beside the grid."""
+    return [write_table(onset_table(run), out_dir / ONSET_FILE)]
 
 
 if __name__ == "__main__":
-    print(write_onsets())
+    print(write_extra())

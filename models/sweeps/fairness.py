@@ -1,7 +1,7 @@
 """Explorer grid for the fairness chapter: White's insert at 1/256 scale, fair against unfair.
 
 The calibrated setup of :mod:`models.analysis.fairness` with 262,144 rows, over
-MAXDOP, quantum, policy and spin-round length.
+MAXDOP, quantum, policy and spin-round length; 20 seeds per point.
 """
 
 from models.analysis.fairness import SETUP
@@ -20,5 +20,6 @@ SWEEP = Sweep(
         "spin_us": [1.0, 3.0, 10.0],
     },
     fixed=_FIXED,
+    replications=20,
     doc=__doc__,
 )

@@ -1,6 +1,6 @@
 """Explorer grid for chapter 1: workers sharing schedulers and one latch (closed-latch).
 
-Each point runs 4,000 latch acquires of 1 ms exponential think and 0.1 ms
+Each point runs 20 seeds of 4,000 latch acquires of 1 ms exponential think and 0.1 ms
 exponential hold, with the engine's default hand-off costs, so the reader can
 see CPU queueing (signal wait, SOS_SCHEDULER_YIELD) appear as workers outnumber
 schedulers and shrink as the quantum grows.
@@ -18,5 +18,6 @@ SWEEP = Sweep(
         "policy": ["fair", "unfair"],
     },
     fixed={"think_ms": 1.0, "hold_ms": 0.1, "acquires": 4000, "seed": 1},
+    replications=20,
     doc=__doc__,
 )

@@ -1,7 +1,7 @@
 """Explorer grid for the appendix: the convoy latch against M/D/1 and M/M/1, and what a hand-off adds.
 
-One Poisson run of 50,000 requests per point (hold 2 ms, no context-switch
-cost); with ``wakeup_us`` = 0 the mean wait is the Pollaczek-Khinchine value.
+Ten Poisson runs (seeds 1-10) of 50,000 requests per point (hold 2 ms, no
+context-switch cost); with ``wakeup_us`` = 0 the mean wait is the Pollaczek-Khinchine value.
 """
 
 from models.sweep import Sweep
@@ -15,5 +15,6 @@ SWEEP = Sweep(
         "wakeup_us": [0.0, 100.0, 200.0],
     },
     fixed={"hold_ms": 2.0, "requests": 50_000, "context_switch_us": 0.0, "seed": 1},
+    replications=10,
     doc=__doc__,
 )
