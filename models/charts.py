@@ -549,11 +549,10 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
         values = _grid_values(data[color])
         enc["color"] = alt.Color(f"{color}:N", title=label(color, labels), sort=values,
                                  scale=alt.Scale(domain=values, range=_palette(len(values))))
-    if band:
-        enc["tooltip"].append(alt.Tooltip(f"{y}{CI_SUFFIX}:Q", title="± 95% interval", format=".3~g"))
     if not band:
         return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
                 .properties(width=width, height=height))
+    enc["tooltip"].append(alt.Tooltip(f"{y}{CI_SUFFIX}:Q", title="± 95% interval", format=".3~g"))
     base = alt.Chart().transform_filter(keep)  # both layers read the layer's one copy of the data
     area = base.mark_area(opacity=0.2).encode(
         x=enc["x"], y=alt.Y(f"{y}_low:Q", title=label(y, labels), scale=y_scale),

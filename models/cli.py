@@ -97,8 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from models.sweep import write_sweep
 
-            if args.jobs is not None and args.jobs < 1:
-                raise ParameterError(f"--jobs={args.jobs} is out of range: use 1 or more processes")
             for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
                 print(path)
     except ParameterError as err:

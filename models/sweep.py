@@ -12,6 +12,7 @@ or on a Dask distributed cluster.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import math
@@ -88,6 +89,7 @@ def run_one(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
     return metrics(models.run(scenario, **params))
 
 
+@functools.lru_cache(maxsize=None)
 def t95(dof: int) -> float:
     """The 97.5% quantile of Student's t with ``dof`` degrees of freedom, rounded to 6 decimals.
 
@@ -144,7 +146,9 @@ def run_all(fn: Callable[..., Any], arglist: list[tuple], *, jobs: int | None = 
     from tqdm import tqdm
 
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ValueError(f"jobs={jobs!r} is out of range: use a whole number of processes, 1 or more")
+        from models.params import ParameterError
+
+        raise ParameterError(f"jobs={jobs!r} is out of range: use a whole number of processes, 1 or more")
     results: list[Any] = [None] * len(arglist)
     with tqdm(total=len(arglist), desc=label, unit="run", disable=not progress, file=sys.stderr) as bar:
         if dask is not None:
