@@ -35,15 +35,19 @@ a bare heap simulation of the same model):
 * An event is a time and one int64 key (sequence, kind, worker packed so a
   key compare is a sequence compare) in a binary heap sifted by moving a
   hole, not by swaps.  Events due now go to a ring and skip the heap.
-* The kernels with a single call site (:func:`execute`, :func:`pop_event`,
-  :func:`on_dispatched`, :func:`on_spin_done`, all called from
-  :func:`run_events`) are inlined by numba: a call and its table set-up less
-  per event, for about 2 s more compile time (7% faster).  Inlining the rest
-  of the hot chain too ran about 15% faster still but took 78 s instead of
-  17 s to compile, so the kernels called from several places stay calls.  Each
-  handler says whether the worker goes on executing; the rare paths of a
-  program (suspending or spinning on a latch, yielding the scheduler, ending)
-  are kernels of their own, so they do not bloat the common path.
+* The whole hot chain is inlined into :func:`run_events`, so an event costs
+  no call.  The kernels with a single call site (:func:`execute`,
+  :func:`pop_event`, :func:`on_dispatched`, :func:`on_spin_done`) are inlined
+  by numba (``inline="always"``); the ones called from several places
+  (``_HOT``: pushing an event, a hand-off, a dispatch, the statistics of an
+  acquire) carry LLVM's ``alwaysinline`` (numba's ``forceinline``): the cold
+  compile stayed within its 13-17 s noise, where numba's own inlining of the
+  same kernels made it 78 s.  Inlining the hand-off chain (``signal`` ->
+  ``wake`` -> ``switch_to``) matters most: with ``signal`` left a call, 64
+  contending workers ran 20% slower.  Yielding, ending and arrivals stay calls.
+* :func:`run_events` keeps the event count, the clock and the next arrival
+  in locals, and :func:`execute` the program counter, so the hot loop does
+  not reload them from the buffer after every store.
 """
 
 from __future__ import annotations
@@ -69,19 +73,21 @@ from models.state import (
     RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES, SF_BUSY,
     SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
     STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED, W_DAEMON, W_FLAG,
-    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
+    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_NEXT, W_PC, W_PREV, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
     WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SPIN,
     WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, tables,
 )
 
 _WORKER_MASK = (1 << EV_WORKER_BITS) - 1
-_JIT = dict(cache=True, _nrt=False, error_model="numpy")
-_INLINE = dict(_JIT, inline="always")  # only for kernels with one call site
+_BASE = dict(cache=True, _nrt=False, error_model="numpy")
+_JIT = dict(_BASE, forceinline=False)  # a call of its own: rare paths and the loop itself
+_HOT = dict(_BASE, forceinline=True)  # inlined by LLVM wherever it is called
+_INLINE = dict(_BASE, inline="always")  # inlined by numba: kernels with one call site
 
 # ---------------------------------------------------------------- events
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def push_event(mem, when, kind, w, now):
     """Schedule event ``kind`` for worker ``w`` at time ``when``.
 
@@ -147,7 +153,7 @@ def pop_event(mem):
 # ---------------------------------------------------------------- bookkeeping
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def set_state(mem, w, state, now):
     """Move worker ``w`` to ``state``, closing its previous interval in the trace."""
     t = tables(mem)
@@ -169,7 +175,7 @@ def set_state(mem, w, state, now):
     wf[w, WF_TSTATE] = now
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def complete_acquire(mem, w, now):
     """Record a finished acquire: the worker now runs holding the latch."""
     t = tables(mem)
@@ -215,14 +221,11 @@ def complete_acquire(mem, w, now):
 # ---------------------------------------------------------------- scheduling
 
 
-@njit(**_JIT)
-def try_dispatch(mem, s, now):
-    """If scheduler ``s`` is free, switch to the head of its runnable queue."""
+@njit(**_HOT)
+def switch_to(mem, s, w, now):
+    """Scheduler ``s`` (free) switches to worker ``w``, taken from the head of its runnable queue."""
     t = tables(mem)
     wi, wf, si, sf, gf = t.wi, t.wf, t.si, t.sf, t.gf
-    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
-        return
-    w = sch.pop_front(si, wi, s)
     si[s, S_CUR] = w
     if wi[w, W_BOOSTED] == 0:
         si[s, S_BOOSTRUN] = 0
@@ -234,7 +237,17 @@ def try_dispatch(mem, s, now):
     push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
+def try_dispatch(mem, s, now):
+    """If scheduler ``s`` is free, switch to the head of its runnable queue."""
+    t = tables(mem)
+    si = t.si
+    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
+        return
+    switch_to(mem, s, sch.pop_front(si, t.wi, s), now)
+
+
+@njit(**_HOT)
 def make_runnable(mem, w, boost, now):
     """Put ``w`` in its scheduler's runnable queue, at the head if boosted."""
     t = tables(mem)
@@ -252,14 +265,30 @@ def make_runnable(mem, w, boost, now):
         sch.push_back(si, wi, s, w)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def wake(mem, w, now):
-    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler."""
-    make_runnable(mem, w, True, now)
-    try_dispatch(mem, tables(mem).wi[w, W_SCHED], now)
+    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler.
+
+    On a free scheduler with an empty queue (the common case with one worker
+    per scheduler) the boosted worker would be pushed to the head and popped at
+    once; this does the same in one step, leaving the same state and trace.
+    """
+    t = tables(mem)
+    wi, si = t.wi, t.si
+    s = wi[w, W_SCHED]
+    if si[s, S_CUR] < 0 and si[s, S_HEAD] < 0 and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
+        si[s, S_BOOSTRUN] += 1
+        wi[w, W_NEXT] = -1
+        wi[w, W_PREV] = -1
+        wi[w, W_BOOSTED] = 1
+        set_state(mem, w, RUNNABLE, now)
+        switch_to(mem, s, w, now)
+    else:
+        make_runnable(mem, w, True, now)
+        try_dispatch(mem, s, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def signal(mem, w, flag, now):
     """Signal suspended worker ``w``; it becomes runnable after the wake-up cost."""
     t = tables(mem)
@@ -271,7 +300,7 @@ def signal(mem, w, flag, now):
         wake(mem, w, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def release(mem, w, latch, mode, now):
     """Release ``latch`` held by ``w`` and hand it on (fair) or signal a waiter (unfair)."""
     t = tables(mem)
@@ -297,7 +326,7 @@ def release(mem, w, latch, mode, now):
             signal(mem, head, FLAG_RETRY, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def give_up_scheduler(mem, w, now):
     """Worker ``w`` leaves its scheduler; the next runnable worker gets it."""
     t = tables(mem)
@@ -306,7 +335,7 @@ def give_up_scheduler(mem, w, now):
     try_dispatch(mem, s, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def spin_round(mem, w, now):
     """Start one spin round on the latch ``w`` is acquiring (CPU time on its scheduler)."""
     t = tables(mem)
@@ -323,7 +352,7 @@ def spin_round(mem, w, now):
     push_event(mem, now + dur, EV_SPIN_DONE, w, now)
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def suspend(mem, w, now):
     """Suspend ``w`` in the FIFO queue of the latch it is acquiring."""
     t = tables(mem)
@@ -338,7 +367,7 @@ def suspend(mem, w, now):
 # ---------------------------------------------------------------- a worker's program
 
 
-@njit(**_JIT)
+@njit(**_HOT)
 def wait_for_latch(mem, w, latch, fair, now):
     """The latch ``w`` asks for is not grantable now: suspend (fair) or start spinning (unfair)."""
     if fair:
@@ -389,8 +418,8 @@ def execute(mem, w, now):
     wi, wf, si, sf, li, lf = t.wi, t.wf, t.si, t.sf, t.li, t.lf
     prog_i, prog_x = t.prog_i, t.prog_x
     s = wi[w, W_SCHED]
+    pc = wi[w, W_PC]  # kept in a register; written back before every exit
     while True:
-        pc = wi[w, W_PC]
         op = prog_i[pc, 0]
         a = prog_i[pc, 1]
         b = prog_i[pc, 2]
@@ -417,17 +446,19 @@ def execute(mem, w, now):
             if lt.grantable(li, a, b) and (not fair or li[a, L_QLEN] == 0):
                 li[a, b] += 1
                 complete_acquire(mem, w, now)
-                wi[w, W_PC] = pc + 1
+                pc += 1
             else:
+                wi[w, W_PC] = pc
                 wait_for_latch(mem, w, a, fair, now)
                 return
         elif op == RELEASE:
             release(mem, w, a, b, now)
-            wi[w, W_PC] = pc + 1
+            pc += 1
         elif op == YIELD:
-            wi[w, W_PC] = pc + 1
+            pc += 1
             if now - wf[w, WF_QSTART] >= t.gf[GF_QUANTUM]:
                 if si[s, S_HEAD] >= 0:
+                    wi[w, W_PC] = pc
                     yield_scheduler(mem, w, now)
                     return
                 wf[w, WF_QSTART] = now
@@ -436,11 +467,12 @@ def execute(mem, w, now):
             count = wi[w, slot] + 1
             if count < prog_i[pc, 3]:
                 wi[w, slot] = count
-                wi[w, W_PC] = a
+                pc = a
             else:
                 wi[w, slot] = 0
-                wi[w, W_PC] = pc + 1
+                pc += 1
         else:  # END
+            wi[w, W_PC] = pc
             end_worker(mem, w, now)
             return
 
@@ -547,44 +579,51 @@ def run_events(mem, max_events, chunk_end):
     Immediate events (due now) come first, then the earlier of the next task
     arrival and the heap's root; an arrival wins a tie.  Each event goes to its
     handler; :func:`execute` then runs the worker's program if the handler says so.
+    The event count, the clock and the next arrival time live in locals and are
+    written back to the buffer when the loop returns (no kernel reads them).
     """
     t = tables(mem)
     gi, gf, wf, order, ring, heap_t = t.gi, t.gf, t.wf, t.order, t.ring, t.heap_t
     n_arrivals = order.shape[0]
+    events = gi[G_EVENTS]
+    limit = min(max_events, chunk_end)
+    max_time = gf[GF_MAX_TIME]
+    now = gf[GF_NOW]
+    k = gi[G_NEXT_ARRIVAL]
+    t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+    status = STATUS_CHUNK
     while True:
         if gi[G_MAIN_LEFT] == 0:
-            finish(mem, gf[GF_END])
-            gi[G_STATUS] = STATUS_DONE
-            return STATUS_DONE
-        if gi[G_EVENTS] >= max_events:
-            gi[G_STATUS] = STATUS_EVENT_BOUND
+            status = STATUS_DONE
             break
-        if gi[G_EVENTS] >= chunk_end:
-            return STATUS_CHUNK
+        if events >= limit:
+            if events >= max_events:
+                status = STATUS_EVENT_BOUND
+            break
         if gi[G_NOW_LEN] > 0:  # immediate events first
-            key = ring[gi[G_NOW_HEAD]]
-            gi[G_NOW_HEAD] = gi[G_NOW_HEAD] + 1 if gi[G_NOW_HEAD] + 1 < ring.shape[0] else 0
+            head = gi[G_NOW_HEAD]
+            key = ring[head]
+            gi[G_NOW_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
             gi[G_NOW_LEN] -= 1
-            now = gf[GF_NOW]
         else:
-            k = gi[G_NEXT_ARRIVAL]
-            t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
             t_event = heap_t[0] if gi[G_HEAPN] > 0 else np.inf
             if t_arrival == np.inf and t_event == np.inf:
-                gi[G_STATUS] = STATUS_STUCK
+                status = STATUS_STUCK
                 break
-            now = min(t_arrival, t_event)
-            if now > gf[GF_MAX_TIME]:
-                gi[G_STATUS] = STATUS_TIME_BOUND
+            when = min(t_arrival, t_event)
+            if when > max_time:
+                status = STATUS_TIME_BOUND
                 break
-            gf[GF_NOW] = now
+            now = when
             if t_arrival <= t_event:
-                gi[G_EVENTS] += 1
-                gi[G_NEXT_ARRIVAL] = k + 1
-                on_arrival(mem, order[k], now)
+                events += 1
+                w = order[k]
+                k += 1
+                t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+                on_arrival(mem, w, now)
                 continue
             key = pop_event(mem)
-        gi[G_EVENTS] += 1
+        events += 1
         kind = (key >> EV_WORKER_BITS) & 7
         w = key & _WORKER_MASK
         if kind == EV_CPU_DONE:
@@ -602,9 +641,18 @@ def run_events(mem, max_events, chunk_end):
             go = False
         if go:
             execute(mem, w, now)
-    gf[GF_END] = gf[GF_NOW]
-    finish(mem, gf[GF_END])
-    return gi[G_STATUS]
+    gi[G_EVENTS] = events
+    gi[G_NEXT_ARRIVAL] = k
+    gf[GF_NOW] = now
+    if status == STATUS_CHUNK:
+        return STATUS_CHUNK
+    if status == STATUS_DONE:
+        finish(mem, gf[GF_END])
+    else:
+        gf[GF_END] = now
+        finish(mem, now)
+    gi[G_STATUS] = status
+    return status
 
 
 # ---------------------------------------------------------------- Python front
