@@ -11,7 +11,8 @@ simulate it:
   simulation, written apart from the engine (the floor the engine is held to);
 * SimPy and Ciw (``models.crosscheck``), with fewer acquires, as they are slow.
 
-Each gets the best of three wall times, in this process, after a warm-up.
+Each gets its best wall time, in this process, after a warm-up: the engine
+loop and the bare DES run in turn, best of seven each, the others best of three.
 Start-up is measured in fresh processes: cold (empty numba cache: import and
 compile), cached (import models and a 1,000-acquire run), and the floor (import
 numpy, numba and pandas and call one trivial cached compiled function, which
@@ -75,14 +76,16 @@ def machine() -> dict[str, str]:
             "platform": platform.platform()}
 
 
+def wall(fn) -> float:
+    """Wall time (s) of one call of fn."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def best_of(fn, repeat: int = 3) -> float:
     """Smallest wall time (s) of ``repeat`` calls of fn."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    return min(wall(fn) for _ in range(repeat))
 
 
 def paired_best(fn_a, fn_b, repeat: int = PAIRED_REPEAT) -> tuple[float, float]:
@@ -92,13 +95,8 @@ def paired_best(fn_a, fn_b, repeat: int = PAIRED_REPEAT) -> tuple[float, float]:
     neighbour, a clock change) over both, so their ratio is fairer than from
     two separate series.
     """
-    a, b = [], []
-    for _ in range(repeat):
-        for fn, times in ((fn_a, a), (fn_b, b)):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-    return min(a), min(b)
+    pairs = [(wall(fn_a), wall(fn_b)) for _ in range(repeat)]
+    return min(a for a, _ in pairs), min(b for _, b in pairs)
 
 
 def closed_params(workers: int, acquires: int) -> dict:

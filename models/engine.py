@@ -43,7 +43,7 @@ a bare heap simulation of the same model):
   acquire) carry LLVM's ``alwaysinline`` (numba's ``forceinline``): the cold
   compile stayed within its 13-17 s noise, where numba's own inlining of the
   same kernels made it 78 s.  Inlining the hand-off chain (``signal`` ->
-  ``wake`` -> ``switch_to``) matters most: with ``signal`` left a call, 64
+  ``wake`` -> ``try_dispatch``) matters most: with ``signal`` left a call, 64
   contending workers ran 20% slower.  Yielding, ending and arrivals stay calls.
 * :func:`run_events` keeps the event count, the clock and the next arrival
   in locals, and :func:`execute` the program counter, so the hot loop does
@@ -73,7 +73,7 @@ from models.state import (
     RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES, SF_BUSY,
     SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
     STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED, W_DAEMON, W_FLAG,
-    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_NEXT, W_PC, W_PREV, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
+    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
     WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SPIN,
     WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, tables,
 )
@@ -222,10 +222,13 @@ def complete_acquire(mem, w, now):
 
 
 @njit(**_HOT)
-def switch_to(mem, s, w, now):
-    """Scheduler ``s`` (free) switches to worker ``w``, taken from the head of its runnable queue."""
+def try_dispatch(mem, s, now):
+    """If scheduler ``s`` is free, switch to the head of its runnable queue."""
     t = tables(mem)
     wi, wf, si, sf, gf = t.wi, t.wf, t.si, t.sf, t.gf
+    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
+        return
+    w = sch.pop_front(si, wi, s)
     si[s, S_CUR] = w
     if wi[w, W_BOOSTED] == 0:
         si[s, S_BOOSTRUN] = 0
@@ -235,16 +238,6 @@ def switch_to(mem, s, w, now):
     set_state(mem, w, RUNNING, now)
     wf[w, WF_BURSTEND] = now + gf[GF_SWITCH]
     push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
-
-
-@njit(**_HOT)
-def try_dispatch(mem, s, now):
-    """If scheduler ``s`` is free, switch to the head of its runnable queue."""
-    t = tables(mem)
-    si = t.si
-    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
-        return
-    switch_to(mem, s, sch.pop_front(si, t.wi, s), now)
 
 
 @njit(**_HOT)
@@ -267,25 +260,9 @@ def make_runnable(mem, w, boost, now):
 
 @njit(**_HOT)
 def wake(mem, w, now):
-    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler.
-
-    On a free scheduler with an empty queue (the common case with one worker
-    per scheduler) the boosted worker would be pushed to the head and popped at
-    once; this does the same in one step, leaving the same state and trace.
-    """
-    t = tables(mem)
-    wi, si = t.wi, t.si
-    s = wi[w, W_SCHED]
-    if si[s, S_CUR] < 0 and si[s, S_HEAD] < 0 and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
-        si[s, S_BOOSTRUN] += 1
-        wi[w, W_NEXT] = -1
-        wi[w, W_PREV] = -1
-        wi[w, W_BOOSTED] = 1
-        set_state(mem, w, RUNNABLE, now)
-        switch_to(mem, s, w, now)
-    else:
-        make_runnable(mem, w, True, now)
-        try_dispatch(mem, s, now)
+    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler."""
+    make_runnable(mem, w, True, now)
+    try_dispatch(mem, tables(mem).wi[w, W_SCHED], now)
 
 
 @njit(**_HOT)
