@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.state import (L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, LF_QAREA, LF_QLAST,
+from models.state import (L_HELD, L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, LF_QAREA, LF_QLAST,
                           LF_QRES, W_QNEXT, W_QSEQ, WF_TENQ)
 
 # COMPATIBLE[requested, held], modes in the order KP, SH, UP, EX, DT.
@@ -24,13 +24,31 @@ COMPATIBLE = np.array([
 ], dtype=np.int64)
 
 
+# The same matrix for the compiled code, as bit masks: bits 5 * requested .. 5 * requested + 4
+# are the held modes that conflict with the requested one.
+CONFLICTS = sum(1 << (5 * requested + held) for requested in range(5) for held in range(5)
+                if not COMPATIBLE[requested, held])
+
+
 @njit(cache=True, _nrt=False, error_model="numpy")
 def grantable(li, latch, mode):
     """True when no mode currently held on ``latch`` conflicts with ``mode``."""
-    for held in range(5):
-        if li[latch, held] > 0 and COMPATIBLE[mode, held] == 0:
-            return False
-    return True
+    return li[latch, L_HELD] & (CONFLICTS >> (5 * mode)) & 31 == 0
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def hold(li, latch, mode):
+    """One more holder of ``latch`` in ``mode``."""
+    li[latch, mode] += 1
+    li[latch, L_HELD] |= 1 << mode
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def unhold(li, latch, mode):
+    """One holder of ``latch`` in ``mode`` fewer."""
+    li[latch, mode] -= 1
+    if li[latch, mode] == 0:
+        li[latch, L_HELD] &= ~(1 << mode)
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")

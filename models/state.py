@@ -18,15 +18,17 @@ clear the cache (``make clean``) or the engine may run with the old layout.
 
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, types
 from numba.core import cgutils
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
+from numba.core.datamodel.models import ArrayModel
+from numba.core.imputils import impl_ret_borrowed, lower_builtin
+from numba.extending import intrinsic, register_model
+from numba.np.arrayobj import load_item, make_array, populate_array, store_item
 
 WORD_BYTES = 8  # every table holds int64, uint64 or float64
 
@@ -50,9 +52,10 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
 SF_BUSY, SF_NCOLS = 0, 1
 
-# Latch integer columns: held counts per mode come first (KP..DT = 0..4).
+# Latch integer columns: held counts per mode come first (KP..DT = 0..4); L_HELD has bit m set
+# while mode m is held, so a grant check is one mask test (models.latch).
 (L_QHEAD, L_QTAIL, L_QLEN, L_POLICY, L_SPINNERS, L_ACQ, L_COLL, L_SPINS,
- L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_NCOLS) = range(5, 18)
+ L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_NCOLS) = range(5, 19)
 # Latch float columns.
 (LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_CONTCOST, LF_SPIN_US, LF_BACKOFF_US,
  LF_NCOLS) = range(8)
@@ -64,16 +67,16 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
 
 # Global integer cells.
 (G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
- G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN,
+ G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_FRONT, G_FRONT_K,
  # Table sizes, written once by allocate(); tables() cuts the views from them.
  G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES,
  # Where each table starts in the buffer (in words), also written once by allocate().
  AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
  AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
- G_NCOLS) = range(40)
+ G_NCOLS) = range(42)
 # Global float cells.
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
- GF_MAX_TIME, GF_NCOLS) = range(9)
+ GF_MAX_TIME, GF_FRONT_T, GF_NCOLS) = range(10)
 
 # Kernel return codes.
 STATUS_DONE, STATUS_CHUNK, STATUS_EVENT_BOUND, STATUS_TIME_BOUND, STATUS_STUCK = 0, 1, 2, 3, 4
@@ -101,6 +104,62 @@ TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
 
 
 
+class Table(types.Array):
+    """A C-ordered array cut from the state buffer, whose element access takes indices as they are.
+
+    numba wraps a negative index around (``a[-1]`` is the last element) with a
+    compare and a select per index, about forty per acquire in the engine.  No
+    kernel indexes from the end, so a table's elements are read and written
+    without that step: a full integer index is one multiply-add and a load.
+    """
+
+    def __init__(self, dtype: types.Type, ndim: int):
+        super().__init__(dtype, ndim, "C", name=f"table({dtype}, {ndim}d)")
+
+
+register_model(Table)(ArrayModel)
+
+
+def _element_pointer(context, builder, table_type, table, index_type, index):
+    """The address of the element at a full integer index, or None for any other kind of index."""
+    if isinstance(index_type, types.Integer):
+        index_types, indices = (index_type,), (index,)
+    elif isinstance(index_type, types.BaseTuple) and all(isinstance(i, types.Integer) for i in index_type):
+        index_types, indices = tuple(index_type), cgutils.unpack_tuple(builder, index, len(index_type))
+    else:
+        return None
+    if len(indices) != table_type.ndim:
+        return None
+    array = make_array(table_type)(context, builder, table)
+    indices = [context.cast(builder, i, t, types.intp) for i, t in zip(indices, index_types)]
+    return cgutils.get_item_pointer2(context, builder, array.data, cgutils.unpack_tuple(builder, array.shape),
+                                     cgutils.unpack_tuple(builder, array.strides), "C", indices)
+
+
+@lower_builtin(operator.getitem, Table, types.Integer)
+@lower_builtin(operator.getitem, Table, types.BaseTuple)
+def _table_getitem(context, builder, sig, args):
+    """``table[i, j]``: the element, with no wraparound (other indexing is numba's own)."""
+    pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+    if pointer is None:
+        return context.get_function(operator.getitem, sig.replace(args=(types.Array(
+            sig.args[0].dtype, sig.args[0].ndim, "C"),) + sig.args[1:]))(builder, args)
+    return load_item(context, builder, sig.args[0], pointer)
+
+
+@lower_builtin(operator.setitem, Table, types.Integer, types.Any)
+@lower_builtin(operator.setitem, Table, types.BaseTuple, types.Any)
+def _table_setitem(context, builder, sig, args):
+    """``table[i, j] = value``: a store, with no wraparound (other indexing is numba's own)."""
+    table_type, index_type, value_type = sig.args
+    pointer = _element_pointer(context, builder, table_type, args[0], index_type, args[1])
+    if pointer is None:
+        return context.get_function(operator.setitem, sig.replace(args=(types.Array(
+            table_type.dtype, table_type.ndim, "C"), index_type, value_type)))(builder, args)
+    store_item(context, builder, table_type, context.cast(builder, args[2], value_type, table_type.dtype), pointer)
+    return context.get_dummy_value()
+
+
 @intrinsic
 def view(typingctx, mem, start, shape, dtype):
     """The C-ordered ``dtype`` array of ``shape`` at word ``start`` of the buffer at address ``mem``.
@@ -109,7 +168,7 @@ def view(typingctx, mem, start, shape, dtype):
     C helper, which cost more than the event it served.)  The array borrows the
     buffer: it lives only inside the kernel call, while the caller holds the buffer.
     """
-    view_type = types.Array(dtype.dtype, len(shape), "C")
+    view_type = Table(dtype.dtype, len(shape))
 
     def codegen(context, builder, sig, args):
         out = make_array(view_type)(context, builder)
