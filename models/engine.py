@@ -95,13 +95,14 @@ _JIT = dict(_BASE, forceinline=False)  # a call of its own: rare paths and the l
 _HOT = dict(_BASE, forceinline=True)  # inlined by LLVM wherever it is called
 _INLINE = dict(_BASE, inline="always")  # inlined by numba: kernels with one call site
 
+
 @intrinsic
 def branch_without_jump_tables(typingctx):
     """Compile the calling kernel's multi-way branches as compare chains, not jump tables.
 
     The event kind and the opcode each pick one of five or six paths; LLVM
     makes such a branch an indirect jump through a table, which the processor
-    predicts worse than a short chain of compares (about 2% of the loop's time).
+    predicts worse than a short chain of compares (measured: about 2% of the loop's time).
     """
     def codegen(context, builder, sig, args):
         set.add(builder.function.attributes, '"no-jump-tables"="true"')  # a string attribute llvmlite has no name for
