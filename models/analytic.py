@@ -11,6 +11,17 @@ which gives :math:`W_q = \rho S / (2(1-\rho))` for fixed service (M/D/1) and
 :math:`c` servers and exponential service (M/M/c) the probability of waiting
 is Erlang's C and :math:`W_q = C(c, a) S / (c - a)` with :math:`a = \lambda S`.
 
+A fair latch with a hand-off cost :math:`h` is an M/G/1 queue with
+exceptional first service (Welch, 1964): a request that finds the latch free
+holds it for :math:`S_0 = S`, one that waited gets it :math:`h` later and then
+holds it, so its service is :math:`S_1 = h + S`.  With
+:math:`\rho = \lambda E[S_1] < 1` and :math:`\rho_0 = \lambda E[S_0]`,
+
+.. math:: W_q = \frac{\lambda E[S_1^2]}{2 (1 - \rho)}
+               + \frac{\lambda (E[S_0^2] - E[S_1^2])}{2 (1 - \rho + \rho_0)},
+
+and a request waits with probability :math:`1 - (1 - \rho)/(1 - \rho + \rho_0)`.
+
 The closed machine-repairman model (N customers, think time Z, one FIFO
 server with mean service S) is solved exactly by Mean Value Analysis:
 :math:`R(n) = S (1 + Q(n-1))`, :math:`X(n) = n / (Z + R(n))`,
@@ -28,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, sparse, stats
+from scipy.sparse import csgraph
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,42 @@ def mg1(arrival_rate: float, mean_service: float, scv: float) -> QueueMetrics:
                          "use a value below 1, or the queue grows without bound")
     wq = lam * s * s * (1 + scv) / (2 * (1 - rho))
     return QueueMetrics(rho, wq, wq + s, lam * wq, lam * (wq + s), rho)
+
+
+@dataclass(frozen=True)
+class HandoffQueueMetrics:
+    """Steady-state means of the fair latch with a hand-off (M/G/1 with exceptional first service)."""
+
+    utilisation: float  # lambda x (hand-off + mean hold): the latch's share of time owned
+    prob_wait: float  # an arrival finds the latch owned
+    mean_wait_for_release: float  # W_q: until the previous owner releases
+    mean_latch_wait: float  # what the engine reports: W_q plus the hand-off, for those who waited
+
+
+def fair_handoff_queue(arrival_rate: float, mean_hold: float, hold_second_moment: float,
+                       handoff: float) -> HandoffQueueMetrics:
+    """Welch's M/G/1 with exceptional first service as the fair latch with a hand-off ``handoff``.
+
+    A waiter's latch wait runs from its request until it can use the latch, so
+    it includes the hand-off; the mean over all requests is
+    ``W_q + prob_wait x handoff``.
+    """
+    lam = _positive("arrival_rate", arrival_rate)
+    s = _positive("mean_hold", mean_hold)
+    if not np.isfinite(hold_second_moment) or hold_second_moment < s * s:
+        raise ValueError(f"hold_second_moment={hold_second_moment!r} is out of range: "
+                         f"use at least mean_hold squared ({s * s!r})")
+    if not np.isfinite(handoff) or handoff < 0:
+        raise ValueError(f"handoff={handoff!r} is out of range: use a number of at least 0")
+    first_2 = hold_second_moment
+    later_1, later_2 = handoff + s, hold_second_moment + 2 * handoff * s + handoff * handoff
+    rho, rho0 = lam * later_1, lam * s
+    if rho >= 1:
+        raise ValueError(f"utilisation={rho!r} (arrival_rate x (handoff + mean_hold)) is out of range: "
+                         "use a value below 1, or the queue grows without bound")
+    wq = lam * later_2 / (2 * (1 - rho)) + lam * (first_2 - later_2) / (2 * (1 - rho + rho0))
+    p_wait = 1 - (1 - rho) / (1 - rho + rho0)
+    return HandoffQueueMetrics(rho, p_wait, wq, wq + p_wait * handoff)
 
 
 def md1(arrival_rate: float, service_time: float) -> QueueMetrics:
@@ -180,6 +228,115 @@ def usl_fit(n, throughput) -> USLFit:
     ss_tot = float(np.sum((y - y.mean()) ** 2))
     peak = float(np.sqrt((1 - sigma) / kappa)) if kappa > 0 else float("inf")
     return USLFit(float(lam), float(sigma), float(kappa), peak, 1 - ss_res / ss_tot if ss_tot else 1.0)
+
+
+@dataclass(frozen=True)
+class SharedSchedulerLatch:
+    """Exact steady state of workers sharing schedulers and one fair EX latch (a small Markov chain)."""
+
+    states: int  # states reachable from the start
+    throughput: float  # acquires per unit time
+    mean_latch_wait: float  # from the request until the worker runs holding the latch, over all acquires
+    owned_idle_share: float  # share of time the latch is owned by a worker waiting for its scheduler
+
+
+# A worker's phase in the chain below.
+_THINK_RUN, _HOLD_RUN, _OWNER_READY, _SUSPENDED, _THINK_READY = range(5)
+
+
+def shared_scheduler_latch(workers: int, schedulers: int, think: float, hold: float) -> SharedSchedulerLatch:
+    """The engine's fair latch on shared schedulers as a continuous-time Markov chain, solved numerically.
+
+    Worker ``w`` runs on scheduler ``w % schedulers``, loops over an
+    exponential think burst and an exponential hold of one EX latch, and keeps
+    its scheduler until it suspends (SQLOS does not pre-empt).  A fair release
+    hands the latch to the head waiter, which goes to the head of its
+    scheduler's runnable queue and owns the latch while it waits there for
+    that scheduler; wake-up and context switches are free, and there are no
+    yield points.  The state is every worker's phase, the latch's FIFO queue
+    and each scheduler's running worker and runnable queue; the chain is
+    built from the start (all workers runnable) and solved for its
+    stationary distribution on its closed class of states.  Some layouts
+    (five or six workers on two schedulers) have more than one closed class:
+    without pre-emption or a yield point, which workers ever run again depends
+    on how the run started; they are refused.
+    """
+    if not 1 <= schedulers <= workers <= 8:
+        raise ValueError(f"workers={workers!r}, schedulers={schedulers!r} are out of range: "
+                         "use 1 <= schedulers <= workers <= 8 (the chain grows fast)")
+    rate_think, rate_hold = 1.0 / _positive("think", think), 1.0 / _positive("hold", hold)
+    home = [w % schedulers for w in range(workers)]
+
+    def dispatch(phase, runq, running, s):
+        if running[s] < 0 and runq[s]:
+            w = runq[s].pop(0)
+            running[s] = w
+            phase[w] = _HOLD_RUN if phase[w] == _OWNER_READY else _THINK_RUN
+
+    def freeze(phase, queue, runq, running):
+        return tuple(phase), tuple(queue), tuple(tuple(q) for q in runq), tuple(running)
+
+    def successors(state):
+        phase0, queue0, runq0, running0 = state
+        for s, w in enumerate(running0):
+            if w < 0:
+                continue
+            phase, queue = list(phase0), list(queue0)
+            runq, running = [list(q) for q in runq0], list(running0)
+            if phase[w] == _THINK_RUN:  # the think burst ends: ACQUIRE
+                if any(p in (_HOLD_RUN, _OWNER_READY) for p in phase) or queue:
+                    phase[w] = _SUSPENDED
+                    queue.append(w)
+                    running[s] = -1
+                    dispatch(phase, runq, running, s)
+                else:
+                    phase[w] = _HOLD_RUN
+                yield rate_think, freeze(phase, queue, runq, running)
+            else:  # the hold ends: RELEASE hands the latch to the head waiter, then think again
+                if queue:
+                    head = queue.pop(0)
+                    phase[head] = _OWNER_READY
+                    runq[home[head]].insert(0, head)
+                    dispatch(phase, runq, running, home[head])
+                phase[w] = _THINK_RUN
+                yield rate_hold, freeze(phase, queue, runq, running)
+
+    phase, runq, running = [_THINK_READY] * workers, [[] for _ in range(schedulers)], [-1] * schedulers
+    for w in range(workers):  # every worker arrives at time 0 and queues on its scheduler
+        runq[home[w]].append(w)
+        dispatch(phase, runq, running, home[w])
+    start = freeze(phase, [], runq, running)
+    index, order, edges = {start: 0}, [start], []
+    for i, state in enumerate(order):
+        for rate, nxt in successors(state):
+            if nxt not in index:
+                index[nxt] = len(order)
+                order.append(nxt)
+            edges.append((i, index[nxt], rate))
+    n = len(order)
+    q = np.zeros((n, n))
+    for i, j, rate in edges:
+        q[i, j] += rate
+        q[i, i] -= rate
+    # The start-up states (workers that have not run yet) are transient: solve on the one closed class,
+    # where the balance equations have rank one less than its size (any of them may then be replaced).
+    count, label = csgraph.connected_components(sparse.csr_matrix(q > 0), directed=True, connection="strong")
+    leaves = [c for c in range(count) if not (q[label == c][:, label != c] > 0).any()]
+    if len(leaves) != 1:
+        raise ValueError(f"workers={workers!r}, schedulers={schedulers!r}: the chain has {len(leaves)} closed classes, "
+                         "so its long run depends on the start; choose another layout")
+    closed = np.flatnonzero(label == leaves[0])
+    a = q[np.ix_(closed, closed)].T.copy()
+    a[-1, :] = 1.0  # replace one balance equation by the normalisation
+    rhs = np.zeros(closed.size)
+    rhs[-1] = 1.0
+    pi = np.zeros(n)
+    pi[closed] = np.linalg.solve(a, rhs)
+    holding = np.array([any(p == _HOLD_RUN for p in st[0]) for st in order], dtype=float)
+    ready = np.array([any(p == _OWNER_READY for p in st[0]) for st in order], dtype=float)
+    waiting = np.array([sum(p in (_SUSPENDED, _OWNER_READY) for p in st[0]) for st in order], dtype=float)
+    throughput = float(pi @ holding) * rate_hold
+    return SharedSchedulerLatch(n, throughput, float(pi @ waiting) / throughput, float(pi @ ready))
 
 
 def fair_handoff_capacity(hold: float, handoff: float) -> float:

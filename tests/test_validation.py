@@ -6,8 +6,10 @@ tests/test_engine_theory.py; SimPy and Ciw agreement in tests/test_crosscheck.py
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from models import analytic
 from models.analysis import validation as v
 
 
@@ -43,3 +45,61 @@ def test_convergence_half_width_shrinks_with_run_length():
 def test_open_queue_table_within_three_percent():
     table = v.open_queue_table([0.5, 0.8], requests=300_000)
     assert (table["error_pct"].abs() < 3).all()
+
+
+def test_fair_handoff_queue_reduces_to_pollaczek_khinchine_without_a_handoff():
+    exact = analytic.fair_handoff_queue(0.35, 2.0, 8.0, 0.0)
+    pk = analytic.mm1(0.35, 2.0)
+    assert exact.mean_latch_wait == pytest.approx(pk.mean_wait, rel=1e-12)
+    assert exact.prob_wait == pytest.approx(pk.utilisation, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(arrival_rate=0.5, mean_hold=2.0, hold_second_moment=4.0, handoff=0.2), "utilisation"),
+    (dict(arrival_rate=0.3, mean_hold=2.0, hold_second_moment=3.0, handoff=0.2), "hold_second_moment"),
+    (dict(arrival_rate=0.3, mean_hold=2.0, hold_second_moment=4.0, handoff=-1.0), "handoff"),
+])
+def test_fair_handoff_queue_refuses_bad_input_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        analytic.fair_handoff_queue(**kwargs)
+
+
+def test_fair_handoff_convoy_matches_welch_exceptional_first_service():
+    """Fixed and exponential holds at three loads, each row on its own seed: within its 95% interval and 2%."""
+    table = v.handoff_queue_table([0.5, 0.7, 0.85], requests=1_000_000)
+    assert table["within_ci"].all(), table
+    assert (table["error_pct"].abs() < 2).all(), table
+    assert np.allclose(table["simulated_prob_wait"], table["formula_prob_wait"], atol=0.005)
+
+
+def test_shared_scheduler_chain_with_a_scheduler_each_is_the_repairman():
+    chain = analytic.shared_scheduler_latch(4, 4, 1.0, 0.25)
+    mva = analytic.mva_repairman(4, 1.0, 0.25)
+    assert chain.throughput == pytest.approx(float(mva.throughput[-1]), rel=1e-9)
+    assert chain.mean_latch_wait == pytest.approx(float(mva.response_time[-1]) - 0.25, rel=1e-9)
+    assert chain.owned_idle_share == 0.0
+
+
+def test_shared_scheduler_chain_one_scheduler_never_lets_the_second_worker_run():
+    """SQLOS does not pre-empt: without a yield point the first worker keeps its scheduler."""
+    chain = analytic.shared_scheduler_latch(2, 1, 1.0, 0.25)
+    assert chain.throughput == pytest.approx(1 / 1.25) and chain.mean_latch_wait == 0.0
+
+
+def test_shared_scheduler_chain_refuses_a_large_system_by_name():
+    with pytest.raises(ValueError, match="workers=9"):
+        analytic.shared_scheduler_latch(9, 2, 1.0, 0.25)
+
+
+def test_shared_scheduler_chain_refuses_a_layout_whose_long_run_depends_on_the_start():
+    with pytest.raises(ValueError, match="closed classes"):
+        analytic.shared_scheduler_latch(5, 2, 1.0, 0.25)
+
+
+def test_shared_schedulers_with_fair_handoff_match_the_exact_chain():
+    """Throughput and mean latch wait within 2% of the chain's, each case on its own seed."""
+    table = v.shared_scheduler_table()
+    assert (table["throughput_error_pct"].abs() < 2).all(), table
+    assert (table["wait_error_pct"].abs() < 2).all(), table
+    # The mechanism is present: the latch sits owned by a worker waiting for its scheduler.
+    assert analytic.shared_scheduler_latch(4, 2, 1.0, 0.25).owned_idle_share > 0.5

@@ -13,7 +13,7 @@ import pandas as pd
 import models
 from models import analytic, stored
 from models.engine import LatchSpec, Workload, simulate
-from models.program import EXPONENTIAL, Program
+from models.program import EX, EXPONENTIAL, Program
 from models.result import build
 
 FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0}
@@ -35,6 +35,34 @@ def open_queue_table(rhos: list[float], hold_ms: float = 2.0, requests: int = 20
                          "formula_wait_ms": theory.mean_wait,
                          "simulated_queue": res.extra["queue_area_ms"] / res.elapsed_ms,
                          "formula_queue": theory.mean_queue_length})
+    table = pd.DataFrame(rows)
+    table["error_pct"] = 100 * (table["simulated_wait_ms"] / table["formula_wait_ms"] - 1)
+    table["within_ci"] = (table["simulated_wait_ms"] - table["formula_wait_ms"]).abs() <= table["ci_half_ms"]
+    return table
+
+
+def handoff_queue_table(loads: list[float], hold_ms: float = 2.0, handoff_ms: float = 0.2,
+                        requests: int = 300_000, seed: int = 1) -> pd.DataFrame:
+    """The fair latch with a hand-off (the convoy, ``wakeup_us`` = hand-off) against Welch's exact M/G/1.
+
+    ``loads`` are the latch's owned share, arrival rate x (hand-off + hold).
+    Each row runs from its own seed (``seed`` plus the row's index), so the
+    rows' errors are independent of each other.
+    """
+    rows = []
+    for dist, second_moment in (("fixed", hold_ms ** 2), ("exponential", 2 * hold_ms ** 2)):
+        for load in loads:
+            rate = load / (hold_ms + handoff_ms)  # per ms
+            row_seed = seed + len(rows)
+            res = models.run("convoy", arrival_rate_per_s=rate * 1000.0, hold_ms=hold_ms, hold_dist=dist,
+                             requests=requests, seed=row_seed, wakeup_us=handoff_ms * 1000.0,
+                             context_switch_us=0.0)
+            w = res.acquire_wait_ms
+            mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+            exact = analytic.fair_handoff_queue(rate, hold_ms, second_moment, handoff_ms)
+            rows.append({"hold": dist, "load": load, "seed": row_seed, "simulated_wait_ms": mean,
+                         "ci_half_ms": half, "formula_wait_ms": exact.mean_latch_wait,
+                         "simulated_prob_wait": float((w > 0).mean()), "formula_prob_wait": exact.prob_wait})
     table = pd.DataFrame(rows)
     table["error_pct"] = 100 * (table["simulated_wait_ms"] / table["formula_wait_ms"] - 1)
     table["within_ci"] = (table["simulated_wait_ms"] - table["formula_wait_ms"]).abs() <= table["ci_half_ms"]
@@ -74,6 +102,44 @@ def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 
     table = pd.DataFrame(rows)
     table["throughput_error_pct"] = 100 * (table["simulated_throughput_per_ms"] / table["mva_throughput_per_ms"] - 1)
     table["response_error_pct"] = 100 * (table["simulated_response_ms"] / table["mva_response_ms"] - 1)
+    return table
+
+
+def shared_scheduler_table(cases=((3, 2), (4, 2), (4, 3), (5, 3), (6, 4)), think_ms: float = 1.0, hold_ms: float = 0.25,
+                           acquires: int = 240_000, seed: int = 1) -> pd.DataFrame:
+    """Workers sharing schedulers and one fair latch, against the exact Markov chain of the same system.
+
+    Built from the instruction set so that nothing but the chain's mechanism is
+    in it: each worker loops over an exponential think burst and an exponential
+    hold of one EX latch, bound to scheduler ``w % schedulers``, with free
+    wake-ups and context switches and no yield point (the chain has no
+    quantum).  Each row runs from its own seed.
+    """
+    rows = []
+    for k, (n, sched) in enumerate(cases):
+        prog = Program()
+        start = prog.start()
+        body = prog.cpu(think_ms * 1000.0, EXPONENTIAL)
+        prog.acquire(0, EX)
+        prog.cpu(hold_ms * 1000.0, EXPONENTIAL)
+        prog.release(0, EX)
+        prog.loop(body, acquires // n)
+        prog.end()
+        wl = Workload(program=prog, worker_start=[start] * n, worker_scheduler=[w % sched for w in range(n)],
+                      worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["task"] * n,
+                      latches=[LatchSpec("SHARED_LATCH")], schedulers=sched, quantum_us=4000.0,
+                      expected_acquires=acquires // n * n)
+        res = build(simulate(wl, seed + k), "shared-schedulers", {}, seed + k)
+        w = res.acquire_wait_ms
+        mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+        exact = analytic.shared_scheduler_latch(n, sched, think_ms, hold_ms)
+        rows.append({"workers": n, "schedulers": sched, "seed": seed + k, "chain_states": exact.states,
+                     "simulated_throughput_per_ms": res.throughput_per_s / 1000.0,
+                     "chain_throughput_per_ms": exact.throughput, "simulated_wait_ms": mean, "ci_half_ms": half,
+                     "chain_wait_ms": exact.mean_latch_wait})
+    table = pd.DataFrame(rows)
+    table["throughput_error_pct"] = 100 * (table["simulated_throughput_per_ms"] / table["chain_throughput_per_ms"] - 1)
+    table["wait_error_pct"] = 100 * (table["simulated_wait_ms"] / table["chain_wait_ms"] - 1)
     return table
 
 
