@@ -261,9 +261,9 @@ def shared_scheduler_latch(workers: int, schedulers: int, think: float, hold: fl
     without pre-emption or a yield point, which workers ever run again depends
     on how the run started; they are refused.
     """
-    if not 1 <= schedulers <= workers <= 8:
-        raise ValueError(f"workers={workers!r}, schedulers={schedulers!r} are out of range: "
-                         "use 1 <= schedulers <= workers <= 8 (the chain grows fast)")
+    if not 1 <= schedulers <= workers <= 6:
+        raise ValueError(f"workers={workers!r}, schedulers={schedulers!r} are out of range: use "
+                         "1 <= schedulers <= workers <= 6 (about 2,000 states at 6; the dense solve grows as their square)")
     rate_think, rate_hold = 1.0 / _positive("think", think), 1.0 / _positive("hold", hold)
     home = [w % schedulers for w in range(workers)]
 

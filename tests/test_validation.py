@@ -87,8 +87,8 @@ def test_shared_scheduler_chain_one_scheduler_never_lets_the_second_worker_run()
 
 
 def test_shared_scheduler_chain_refuses_a_large_system_by_name():
-    with pytest.raises(ValueError, match="workers=9"):
-        analytic.shared_scheduler_latch(9, 2, 1.0, 0.25)
+    with pytest.raises(ValueError, match="workers=7"):
+        analytic.shared_scheduler_latch(7, 2, 1.0, 0.25)
 
 
 def test_shared_scheduler_chain_refuses_a_layout_whose_long_run_depends_on_the_start():
