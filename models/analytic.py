@@ -321,7 +321,8 @@ def shared_scheduler_latch(workers: int, schedulers: int, think: float, hold: fl
     # The start-up states (workers that have not run yet) are transient: solve on the one closed class,
     # where the balance equations have rank one less than its size (any of them may then be replaced).
     count, label = csgraph.connected_components(sparse.csr_matrix(q > 0), directed=True, connection="strong")
-    leaves = [c for c in range(count) if not (q[label == c][:, label != c] > 0).any()]
+    left = {label[i] for i, j, _ in edges if label[i] != label[j]}  # classes some transition leaves
+    leaves = [c for c in range(count) if c not in left]
     if len(leaves) != 1:
         raise ValueError(f"workers={workers!r}, schedulers={schedulers!r}: the chain has {len(leaves)} closed classes, "
                          "so its long run depends on the start; choose another layout")
