@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
+
 
 class ParameterError(ValueError):
     """A parameter value (or name, or combination) that a scenario does not accept."""
@@ -100,9 +102,13 @@ def resolve(scenario: Scenario, given: dict[str, Any]) -> dict[str, Any]:
 
 
 # Parameters every scenario shares, with the same meaning and range everywhere.
-def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: float = 5.0,
-                  wakeup_us: float = 20.0) -> tuple[Param, ...]:
-    """The shared catalogue entries, with scenario-specific defaults where they differ."""
+def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: float = CONTEXT_SWITCH_US,
+                  wakeup_us: float = WAKEUP_US) -> tuple[Param, ...]:
+    """The shared catalogue entries, with scenario-specific defaults where they differ.
+
+    The default hand-off (``wakeup_us + context_switch_us``) is the one :mod:`models.calibration`
+    derives from White's measured signal wait.
+    """
     return (
         Param("schedulers", "int", schedulers, "", 1, 256, help="SQLOS schedulers (one per logical CPU)"),
         Param("quantum_ms", "float", 4.0, "ms", 0.1, 100.0,

@@ -26,6 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE = ROOT / "tests" / "data" / "engine_fingerprints.json"
 
 _LOGS = {"trace_events": 50_000, "record_acquires": 50_000}
+# The hand-off the closed-latch and parallel-insert runs had when their fingerprints were stored
+# (20 + 5 us, before models.calibration): fixed here so a new default calibration is not read as an
+# engine change.  A run that names its own costs keeps them.
+_STORED_HANDOFF = {"wakeup_us": 20.0, "context_switch_us": 5.0}
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "convoy-fair-poisson": ("convoy", dict(arrival_rate_per_s=480, wakeup_us=95, context_switch_us=5,
                                            requests=4_000, seed=3)),
@@ -97,8 +101,13 @@ def compute() -> dict[str, dict[str, str]]:
     """Fingerprints of every run in RUNS, with today's engine."""
     import models
 
-    return {label: fingerprint(models.run(scenario, **params, **_LOGS))
+    return {label: fingerprint(models.run(scenario, **_with_stored_handoff(scenario, params), **_LOGS))
             for label, (scenario, params) in RUNS.items()}
+
+
+def _with_stored_handoff(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the stored hand-off filled in (the convoy scenario's own default is kept)."""
+    return params if scenario == "convoy" else {**_STORED_HANDOFF, **params}
 
 
 def differences(stored: dict, now: dict) -> list[str]:

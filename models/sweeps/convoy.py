@@ -1,9 +1,10 @@
 """The convoy chapter's explorer grid, and its time-to-convoy table (``python -m models.sweeps.convoy``).
 
 Explorer: arrival rate x wake-up cost x latch policy x arrival process x
-initial burst, one EX latch held 2 ms, context switch 5 us, 20,000 requests
-per run and 10 seeds per point (the table holds their mean and 95% interval).  The hand-off is wakeup_us + 5 us, so the wake-up values give
-hand-offs of 5, 25, 100 and 200 us.
+initial burst, one EX latch held 2 ms, the calibrated 2 us context switch,
+20,000 requests per run and 10 seeds per point (the table holds their mean and
+95% interval).  The hand-off is wakeup_us + 2 us, so the wake-up values give
+hand-offs of 2, 9.7 (the calibrated default), 100 and 200 us.
 
 Time-to-convoy: Poisson arrivals with a 200 us hand-off, many seeds per
 rate; each run lasts the horizon plus a confirmation window, and its onset
@@ -17,17 +18,18 @@ from typing import Callable
 
 import pandas as pd
 
+from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 from models.sweep import DATA_DIR, Sweep, write_table
 
 HOLD_MS = 2.0
-SWITCH_US = 5.0
+SWITCH_US = CONTEXT_SWITCH_US
 
 SWEEP = Sweep(
     name="convoy",
     scenario="convoy",
     grid={
         "arrival_rate_per_s": [300, 350, 400, 425, 440, 450, 460, 470, 480, 490, 500, 525, 550],
-        "wakeup_us": [0, 20, 95, 195],
+        "wakeup_us": [0.0, WAKEUP_US, 98.0, 198.0],
         "policy": ["fair", "unfair"],
         "arrivals": ["poisson", "even"],
         "initial_queue": [0, 50],
@@ -38,10 +40,10 @@ SWEEP = Sweep(
         "arrival process and an initial burst.",
 )
 
-# Time to convoy: Poisson arrivals, hand-off 195 + 5 = 200 us (capacities 500 and 454.5 req/s).
+# Time to convoy: Poisson arrivals, hand-off 198 + 2 = 200 us (capacities 500 and 454.5 req/s).
 ONSET_RATES = [430, 440, 450, 455, 460, 465, 470, 480, 490, 500]
 ONSET_SEEDS = 30
-ONSET_WAKEUP_US = 195.0
+ONSET_WAKEUP_US = 198.0
 ONSET_THRESHOLD_MS = 50 * HOLD_MS     # a convoy: every later request waits over 50 holds (100 ms)
 ONSET_HORIZON_S = 60.0                # onsets counted up to here
 ONSET_CONFIRM_S = 20.0                # the run goes on this long after the horizon

@@ -1,0 +1,24 @@
+"""Measured costs every chapter shares, each derived once here from a cited measurement.
+
+The hand-off is what a fair latch loses between one owner's release and the
+next owner's first instruction: the waiter's wake-up plus the scheduler's
+switch to it.  SQL Server reports exactly that interval as signal wait, so
+White's fair run (NESTING_TRANSACTION_FULL, trace flag 3933 off) gives it
+directly: 2,644 ms of signal wait over 271,458 LATCH_EX waits.  Every
+scenario's default hand-off is this one; a chapter that departs from it says
+why in its text.
+"""
+
+from __future__ import annotations
+
+# White (2022), fair run: LATCH_EX signal wait and waits from sys.dm_os_wait_stats.
+WHITE_FAIR_SIGNAL_WAIT_MS = 2_644.0
+WHITE_FAIR_LATCH_WAITS = 271_458
+
+# Signal wait per waited acquire, rounded to what the book prints: 2,644 ms / 271,458 = 9.7 us.
+HANDOFF_US = round(WHITE_FAIR_SIGNAL_WAIT_MS * 1000.0 / WHITE_FAIR_LATCH_WAITS, 1)
+
+# The scheduler's share of it: a Windows thread switch costs about 4,000 to 10,000 cycles (Duffy,
+# 2006), about 2 us at 3 GHz; the rest of the signal wait is the waiter's wake-up.
+CONTEXT_SWITCH_US = 2.0
+WAKEUP_US = round(HANDOFF_US - CONTEXT_SWITCH_US, 1)
