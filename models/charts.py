@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from models.render import SLIDER_VALUES
 from models.sweep import CI_SUFFIX
 
 try:  # the site's offline renderer (deterministic div ids, local vega bundle)
@@ -39,6 +40,8 @@ except ImportError:  # pragma: no cover - render.py not written yet
 __all__ = [
     "STATES", "STATE_COLORS", "label", "timeline", "timeline_compare", "wait_distribution",
     "throughput_vs", "dmv_table", "explorer", "wait_summary",
+    "series_lines", "time_to_convoy", "points_vs_formula",
+    "against_diagonal", "time_split",
 ]
 
 # Fixed order and colour-blind-safe colours (Okabe-Ito), so a state has one colour in every chart.
@@ -358,6 +361,35 @@ def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: 
         title=_title(title, caption), width=width, height=height)
 
 
+def points_on_curves(points: pd.DataFrame, curves: pd.DataFrame, x: str, y: str, color: str, ci: str, *,
+                     title: str, caption: str, labels: Mapping[str, str] | None = None,
+                     width: int = 480, height: int = 280) -> alt.LayerChart:
+    """Simulated points with 95% interval bars (half-width column ``ci``) over the exact curves they should sit on.
+
+    ``points`` and ``curves`` share the columns ``x``, ``y`` and ``color``
+    (one colour per series, the same in both).
+    """
+    missing = [c for c in (x, y, color, ci) if c not in points.columns] + \
+              [c for c in (x, y, color) if c not in curves.columns]
+    if missing:
+        raise ValueError(f"points_on_curves: columns {missing} are missing")
+    series = list(dict.fromkeys([*curves[color].astype(str), *points[color].astype(str)]))
+    colour = alt.Color(f"{color}:N", title=label(color, labels),
+                       scale=alt.Scale(domain=series, range=_palette(len(series))))
+    xq = alt.X(f"{x}:Q", title=label(x, labels))
+    pts = points[[x, y, color]].assign(low=points[y] - points[ci], high=points[y] + points[ci])
+    line = alt.Chart(_records(curves[[x, y, color]])).mark_line().encode(
+        x=xq, y=alt.Y(f"{y}:Q", title=label(y, labels)), color=colour)
+    bars = alt.Chart(_records(pts)).mark_rule().encode(x=xq, y="low:Q", y2="high:Q", color=colour)
+    dots = alt.Chart(_records(pts)).mark_point(filled=True, size=50).encode(
+        x=xq, y=f"{y}:Q", color=colour,
+        tooltip=[alt.Tooltip(f"{x}:Q", title=label(x, labels)),
+                 alt.Tooltip(f"{y}:Q", title=label(y, labels), format=",.3f"),
+                 alt.Tooltip("low:Q", title="95% low", format=",.3f"),
+                 alt.Tooltip("high:Q", title="95% high", format=",.3f")])
+    return alt.layer(line, bars, dots).properties(title=_title(title, caption), width=width, height=height)
+
+
 # ---------------------------------------------------------------- DMV tables
 
 class DMVTable(Styler):
@@ -390,6 +422,21 @@ def dmv_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTa
         {"selector": "td", "props": "text-align: right; padding: 2px 8px; font-variant-numeric: tabular-nums;"},
     ])
     return styler
+
+
+def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTable:
+    """A table of words (a comparison, a checklist) as deterministic HTML: every cell whole, left-aligned, wrapping.
+
+    A plain DataFrame's HTML cuts cells at ``display.max_colwidth`` (50 characters) with '...';
+    a Styler never does, and a fixed uuid keeps the stored output the same at every execution.
+    """
+    styler = DMVTable(df.reset_index(drop=True), uuid=_slug(title), cell_ids=False).hide(axis="index")
+    text = f"{title}: {caption}" if caption else title
+    return styler.set_caption(text).set_table_styles([
+        {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},
+        {"selector": "th", "props": "text-align: left; padding: 2px 8px; vertical-align: bottom;"},
+        {"selector": "td", "props": "text-align: left; padding: 2px 8px; vertical-align: top; white-space: normal;"},
+    ])
 
 
 # ---------------------------------------------------------------- static explorer
@@ -430,12 +477,21 @@ def _slider(col: str, values: list[Any], start: Any, labels: Mapping[str, str] |
         bind = alt.binding_range(min=values[0], max=values[-1], step=step, name=f"{text} ")
         param = alt.param(name=name, value=start, bind=bind)
         return param, f"abs(datum[{json.dumps(col)}] - {name}) < {step / 2!r}", _with_unit(name, unit)
-    listed = " · ".join(_fmt(v) for v in values)
-    bind = alt.binding_range(min=0, max=len(values) - 1, step=1, name=f"{text}: {listed}; position ")
+    # An uneven grid: the input moves over positions; the site's embed script (models.render) shows the
+    # value at each position beside it (the chart's usermeta carries them, see slider_values).
+    bind = alt.binding_range(min=0, max=len(values) - 1, step=1, name=f"{text} ")
     param = alt.param(name=name, value=values.index(start), bind=bind)
     array = json.dumps(values)
     readout = f"{array}[{name}]"
     return param, f"datum[{json.dumps(col)}] == {readout}", _with_unit(readout, unit)
+
+
+def slider_values(col: str, values: list[Any], labels: Mapping[str, str] | None) -> list[str] | None:
+    """What an uneven grid's slider shows at each position ('98 µs'), or None for an even grid."""
+    if _is_uniform(values):
+        return None
+    unit = _unit_of(label(col, labels))
+    return [_fmt(v) + (f" {unit}" if unit else "") for v in values]
 
 
 def _dropdown(col: str, values: list[Any], start: Any, labels: Mapping[str, str] | None
@@ -501,9 +557,11 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     _check_unique(data, keys)
     title = title or f"Explore {label(y, labels).split(' (')[0]} against {label(x, labels).split(' (')[0]}"
     caption = caption or "Move the sliders and pick from the lists below the chart: it redraws with no kernel."
-    params, filters, readouts = [], [], []
+    params, filters, readouts, shown_values = [], [], [], {}
     for col in inputs:
         values = _grid_values(data[col])
+        if col in sliders and (texts := slider_values(col, values, labels)) is not None:
+            shown_values[f"s_{_slug(col)}"] = texts
         make = _slider if col in sliders else _dropdown
         param, expr, readout = make(col, values, _start(col, values, defaults), labels)
         params.append(param)
@@ -518,7 +576,8 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
                .mark_text(align="left", fontSize=12, color="#333").encode(text="showing:N", x=alt.value(0))
                .properties(width=width, height=16, view=alt.ViewBackground(strokeWidth=0)))
     body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
-    return alt.vconcat(readout, body).properties(title=_title(title, caption))
+    chart = alt.vconcat(readout, body).properties(title=_title(title, caption))
+    return chart.properties(usermeta={SLIDER_VALUES: shown_values}) if shown_values else chart
 
 
 def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
@@ -560,3 +619,122 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
     line = base.mark_line(point=True).encode(**enc)
     return alt.layer(area, line, data=_records(data)).properties(width=width, height=height)
 
+
+# ---------------------------------------------------------------- convoy chapter
+
+def series_lines(df: pd.DataFrame, x: str, y: str, series: str, *, title: str, caption: str,
+                 x_title: str, y_title: str, width: int = 560, height: int = 220) -> alt.Chart:
+    """One plain line per ``series`` value (no point markers), in first-seen order, e.g. queue length over time."""
+    names = list(dict.fromkeys(df[series].astype(str)))
+    return alt.Chart(_records(df[[x, y, series]])).mark_line().encode(
+        x=alt.X(f"{x}:Q", title=x_title),
+        y=alt.Y(f"{y}:Q", title=y_title),
+        color=alt.Color(f"{series}:N", title=None, sort=names,
+                        scale=alt.Scale(domain=names, range=_palette(len(names))),
+                        legend=alt.Legend(orient="bottom", direction="horizontal", columns=3)),
+        tooltip=[alt.Tooltip(f"{series}:N"), alt.Tooltip(f"{x}:Q", title=x_title, format=",.1f"),
+                 alt.Tooltip(f"{y}:Q", title=y_title, format=",.1f")],
+    ).properties(title=_title(title, caption), width=width, height=height)
+
+
+def time_to_convoy(onsets: pd.DataFrame, summary: pd.DataFrame, *, horizon_s: float, title: str,
+                   caption: str, width: int = 300, height: int = 200) -> alt.HConcatChart:
+    """Two panels over the same arrival rates: each run's time to convoy (ticks, medians as diamonds, log
+    scale) and the share of runs that convoyed within ``horizon_s`` (bars).
+
+    ``onsets`` has arrival_rate_per_s, seed and time_to_convoy_s (NaN: none); ``summary`` is
+    :func:`models.analysis.convoy.onset_summary` of it.  Both panels list every rate in ``summary``.
+    """
+    rates = sorted(float(r) for r in summary["arrival_rate_per_s"])
+    x = alt.X("arrival_rate_per_s:O", title="arrival rate (req/s)", scale=alt.Scale(domain=rates),
+              axis=alt.Axis(labelAngle=0, labelExpr="format(datum.value, 'd')"))
+    hit = onsets.dropna(subset=["time_to_convoy_s"])[["arrival_rate_per_s", "seed", "time_to_convoy_s"]]
+    hit = hit.assign(arrival_rate_per_s=hit["arrival_rate_per_s"].astype(float))
+    medians = summary.dropna(subset=["median_s"])[["arrival_rate_per_s", "median_s"]]
+    y_time = alt.Y("time_to_convoy_s:Q", title="time to convoy (s, log scale)", scale=alt.Scale(type="log"))
+    ticks = alt.Chart(_records(hit)).mark_tick(opacity=0.6, thickness=1.5, color=SERIES_COLORS[0]).encode(
+        x=x, y=y_time, tooltip=["arrival_rate_per_s:Q", "seed:Q", alt.Tooltip("time_to_convoy_s:Q", format=".2f")])
+    diamonds = alt.Chart(_records(medians)).mark_point(shape="diamond", size=90, filled=True,
+                                                       color=SERIES_COLORS[1]).encode(
+        x=x, y=alt.Y("median_s:Q", scale=alt.Scale(type="log")),
+        tooltip=["arrival_rate_per_s:Q", alt.Tooltip("median_s:Q", title="median (s)", format=".2f")])
+    bars = alt.Chart(_records(summary[["arrival_rate_per_s", "share", "convoyed", "runs"]])).mark_bar(
+        color=SERIES_COLORS[0]).encode(
+        x=x, y=alt.Y("share:Q", title=f"runs that convoyed within {horizon_s:g} s (%)",
+                      axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        tooltip=["arrival_rate_per_s:Q", "convoyed:Q", "runs:Q"])
+    return alt.hconcat((ticks + diamonds).properties(width=width, height=height),
+                       bars.properties(width=int(width * 0.7), height=height)).properties(
+        title=_title(title, caption))
+
+
+def points_vs_formula(df: pd.DataFrame, x: str, y: str, series: str, formula: str, *, title: str,
+                      caption: str, x_title: str, y_title: str, log_y: bool = True,
+                      width: int = 520, height: int = 240) -> alt.LayerChart:
+    """Simulated points against a formula: the ``series`` value ``formula`` is drawn as a dashed grey line,
+    every other series as filled points (e.g. simulated mean wait against M/D/1)."""
+    names = [formula] + [n for n in dict.fromkeys(df[series].astype(str)) if n != formula]
+    colors = ["#555555"] + _palette(len(names) - 1)
+    base = alt.Chart(_records(df[[x, y, series]])).encode(
+        x=alt.X(f"{x}:Q", title=x_title),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(type="log" if log_y else "linear")),
+        color=alt.Color(f"{series}:N", title=None, sort=names, scale=alt.Scale(domain=names, range=colors),
+                        legend=alt.Legend(orient="bottom", direction="horizontal")),
+        tooltip=[f"{series}:N", alt.Tooltip(f"{x}:Q", title=x_title),
+                 alt.Tooltip(f"{y}:Q", title=y_title, format=",.3f")])
+    keep = f"datum[{json.dumps(series)}] == {json.dumps(formula)}"
+    line = base.transform_filter(keep).mark_line(strokeDash=[5, 3])
+    points = base.transform_filter(f"!({keep})").mark_point(filled=True, size=50)
+    return alt.layer(line, points).properties(title=_title(title, caption), width=width, height=height)
+
+
+
+# ---------------------------------------------------------------- nested-transactions chapter
+
+def against_diagonal(df: pd.DataFrame, x: str, y: str, color: str, shape: str | None = None, *, title: str,
+                     caption: str, x_title: str, y_title: str, width: int = 420, height: int = 300) -> alt.LayerChart:
+    """Points of ``y`` against ``x`` over the dashed line y = x: how close a formula (x) comes to a run (y)."""
+    top = float(max(df[x].max(), df[y].max())) * 1.05
+    diag = alt.Chart(_records(pd.DataFrame({x: [0.0, top], y: [0.0, top]}))).mark_line(
+        strokeDash=[4, 4], color="#777").encode(x=f"{x}:Q", y=f"{y}:Q")
+    cols = [c for c in dict.fromkeys([x, y, color, shape]) if c is not None]
+    names = [str(v) for v in dict.fromkeys(df[color])]
+    enc: dict[str, Any] = {
+        "x": alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(domain=[0, top])),
+        "y": alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, top])),
+        "color": alt.Color(f"{color}:N", title=label(color), sort=names,
+                           scale=alt.Scale(domain=names, range=_palette(len(names)))),
+        "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}", title=label(c))
+                    for c in cols],
+    }
+    if shape is not None:
+        enc["shape"] = alt.Shape(f"{shape}:N", title=label(shape))
+    data = df[cols].astype({color: str})
+    points = alt.Chart(_records(data)).mark_point(filled=True, size=70).encode(**enc)
+    return alt.layer(diag, points).properties(title=_title(title, caption), width=width, height=height)
+
+
+def time_split(df: pd.DataFrame, y: str, x: str = "seconds", state: str = "state", row: str | None = None, *,
+               title: str, caption: str, x_title: str, tooltip: Iterable[str] = (), width: int = 440,
+               bar_height: int = 26) -> alt.Chart | alt.FacetChart:
+    """Stacked horizontal bars, one per ``y`` (a worker), split by worker state in the book's state colours.
+
+    ``df`` is long: one row per (``row``, ``y``, ``state``) with the time in ``x``; ``row`` makes one
+    panel per value, stacked vertically so the chart keeps to the text column.
+    """
+    states = [s for s in STATES if s in set(df[state])]
+    data = df.assign(state_order=df[state].map(STATES.index))
+    names = list(dict.fromkeys(df[y]))
+    enc: dict[str, Any] = {
+        "y": alt.Y(f"{y}:N", title=None, sort=names),
+        "x": alt.X(f"{x}:Q", title=x_title, stack="zero"),
+        "color": alt.Color(f"{state}:N", title="worker state", sort=states,
+                           scale=alt.Scale(domain=states, range=[STATE_COLORS[s] for s in states])),
+        "order": alt.Order("state_order:Q"),
+        "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}")
+                    for c in dict.fromkeys([*(c for c in (row, y, state, x) if c), *tooltip])],
+    }
+    chart = alt.Chart(_records(data)).mark_bar().encode(**enc).properties(width=width, height=bar_height * len(names))
+    if row is not None:
+        chart = chart.facet(row=alt.Row(f"{row}:N", title=None, sort=list(dict.fromkeys(df[row]))))
+    return chart.properties(title=_title(title, caption))

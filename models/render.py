@@ -40,6 +40,10 @@ ENV_VAR = "LATCH_BOOK_RENDER"
 # which their Vega-Lite 5 draws: the spec features the book uses exist in both).
 NOTEBOOK_MIMETYPE = "application/vnd.vegalite.v5+json"
 EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
+# Key in a spec's usermeta: {signal name: the text each position of that range input stands for}.  Vega
+# prints a range input's raw value beside it; an explorer over an uneven grid (1, 2, 4, 8) moves over
+# positions, so the site's script prints the value at the position instead.
+SLIDER_VALUES = "sliderValues"
 
 
 def site_build() -> bool:
@@ -95,9 +99,21 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "or run the notebook in JupyterLab.';\n"
         "      return;\n"
         "    }\n"
-        "    window.vegaEmbed(el, spec, opts).catch(function (err) {\n"
+        "    window.vegaEmbed(el, spec, opts).then(function () { showValues(el, spec); }).catch(function (err) {\n"
         "      el.textContent = 'Chart error: ' + err;\n"
         "      console.error(err);\n"
+        "    });\n"
+        "  }\n"
+        "  function showValues(root, spec) {\n"
+        f"    var texts = (spec.usermeta || {{}})[{json.dumps(SLIDER_VALUES)}] || {{}};\n"
+        "    Object.keys(texts).forEach(function (name) {\n"
+        "      var input = root.querySelector('input[type=range][name=\"' + name + '\"]');\n"
+        "      var out = input && input.nextElementSibling;\n"
+        "      if (!out) { return; }\n"
+        "      function show() { out.textContent = texts[name][Number(input.value)]; }\n"
+        "      input.addEventListener('input', show);\n"
+        "      input.addEventListener('change', show);\n"
+        "      show();\n"
         "    });\n"
         "  }\n"
         "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(); }\n"

@@ -32,10 +32,13 @@ import ipywidgets as w
 import models
 from models import charts
 
-__all__ = ["panel", "Panel", "PanelBox", "Debouncer", "static_note", "NOTE", "control_for"]
+__all__ = ["panel", "Panel", "PanelBox", "Debouncer", "static_note", "NOTE", "QUANTUM_NOTE", "control_for"]
 
 NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to use it; "
         "the explorer below works here.")
+# Beside any panel that offers the quantum: SQL Server's is fixed, so the knob is for understanding.
+QUANTUM_NOTE = ("SQL Server's quantum is fixed at 4 ms and cannot be configured: the quantum knob shows how "
+                "the mechanism depends on it, not a setting to tune.")
 OUTPUTS = ("dmv", "timeline", "waits")
 SIZE_PARAMS = ("requests", "initial_queue", "acquires", "rows")
 _DESCRIPTION_STYLE = {"description_width": "200px"}
@@ -201,9 +204,12 @@ class Panel:
         self.run_button.on_click(lambda _button: self.run())
         for control in self.controls.values():
             control.observe(self._changed, names="value")
-        self.box = PanelBox([*self.controls.values(), w.HBox([self.run_button, self.progress, self.status]),
-                             self.output])
+        notes = [w.HTML(value=f"<p><i>{html.escape(QUANTUM_NOTE)}</i></p>")] if "quantum_ms" in self.controls else []
+        self.box = PanelBox([*self.controls.values(), *notes,
+                             w.HBox([self.run_button, self.progress, self.status]), self.output])
         self.box.panel = self
+        if notes:
+            self.box.note = f"{NOTE} {QUANTUM_NOTE}"
         if run_at_start:
             self.run()
 

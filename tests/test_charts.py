@@ -151,6 +151,23 @@ def test_throughput_vs_with_rule_and_curve_references():
     svg(chart)
 
 
+def test_points_on_curves_draws_interval_bars_in_the_curves_colours():
+    curves = pd.DataFrame({"rho": [0.1, 0.5, 0.1, 0.5], "mean_wait_ms": [0.1, 1.0, 0.2, 2.0],
+                           "hold": ["a", "a", "b", "b"]})
+    points = pd.DataFrame({"rho": [0.5, 0.5], "mean_wait_ms": [1.1, 1.9], "ci": [0.2, 0.3], "hold": ["a", "b"]})
+    chart = charts.points_on_curves(points, curves, "rho", "mean_wait_ms", "hold", "ci", title="t", caption="c")
+    line, bars, dots = chart.to_dict()["layer"]
+    assert line["encoding"]["y"]["title"] == "mean latch wait (ms)"
+    assert bars["encoding"]["y2"]["field"] == "high"
+    assert [round(r["low"], 6) for r in bars["data"]["values"]] == [0.9, 1.6]
+    assert line["encoding"]["color"]["scale"] == dots["encoding"]["color"]["scale"]
+    assert chart.to_dict()["width"] <= 720
+    with pytest.raises(ValueError, match="ci"):
+        charts.points_on_curves(points.drop(columns="ci"), curves, "rho", "mean_wait_ms", "hold", "ci",
+                                title="t", caption="c")
+    svg(chart)
+
+
 # ------------------------------------------------------------ DMV tables
 
 def test_dmv_table_formats_and_is_deterministic():
@@ -170,6 +187,17 @@ def test_dmv_table_on_real_result(fair):
     assert "LATCH_EX" in out and "SOS_SCHEDULER_YIELD" in out
 
 
+def test_text_table_keeps_long_cells_whole_and_is_deterministic():
+    long = "quantum_ms parameter, default 4; checked at yield points, and only when another worker is runnable"
+    df = pd.DataFrame({"behaviour": ["quantum"], "model": [long]})
+    assert "..." in df._repr_html_()  # what a notebook would have stored for the plain DataFrame
+    out = charts.text_table(df, "Model and documentation", "one row per rule").to_html()
+    assert long in out and "..." not in out
+    assert 'id="T_model_and_documentation"' in out and "one row per rule" in out
+    assert out == charts.text_table(df, "Model and documentation", "one row per rule").to_html()
+    assert long in repr(charts.text_table(df, "Model and documentation"))
+
+
 # ------------------------------------------------------------ explorer
 
 def test_explorer_binds_inputs_with_units_and_ranges():
@@ -180,8 +208,10 @@ def test_explorer_binds_inputs_with_units_and_ranges():
     hold = params["s_hold_ms"]  # non-uniform grid: a slider over the value's position
     assert hold["bind"]["input"] == "range"
     assert (hold["bind"]["min"], hold["bind"]["max"], hold["bind"]["step"]) == (0, 3, 1)
-    assert "(ms)" in hold["bind"]["name"] and "0.5 · 1 · 2 · 5" in hold["bind"]["name"]
+    assert "(ms)" in hold["bind"]["name"] and "position" not in hold["bind"]["name"]
     assert hold["value"] == 2  # the catalogue default 2 ms is the third grid value
+    # The site's script prints the value at each position beside the input, not the position.
+    assert spec["usermeta"][charts.SLIDER_VALUES] == {"s_hold_ms": ["0.5 ms", "1 ms", "2 ms", "5 ms"]}
     sched = params["s_schedulers"]  # uniform grid: a slider over the values themselves
     assert (sched["bind"]["min"], sched["bind"]["max"], sched["bind"]["step"]) == (2, 6, 2)
     assert params["d_policy"]["bind"] == {"input": "select", "options": ["fair", "unfair"],
@@ -232,3 +262,67 @@ def test_specs_are_deterministic(fair):
     for text in first:
         assert '"param_' not in text and '"view_' not in text and '"data-' not in text
         json.loads(text)
+
+
+# ------------------------------------------------------------ convoy chapter
+
+def test_series_lines_keeps_first_seen_order_and_titles():
+    df = pd.DataFrame({"t": [0.0, 1.0, 0.0, 1.0], "q": [0, 5, 0, 0], "run": ["burst", "burst", "empty", "empty"]})
+    spec = charts.series_lines(df, "t", "q", "run", title="Queue", caption="c", x_title="time (ms)",
+                               y_title="waiting (count)").to_dict()
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["burst", "empty"]
+    assert spec["encoding"]["x"]["title"] == "time (ms)" and spec["width"] <= 720
+    assert "<path" in svg(charts.series_lines(df, "t", "q", "run", title="Q", caption="c", x_title="t (ms)",
+                                              y_title="q (count)"))
+
+
+def test_time_to_convoy_panels_share_their_rates():
+    onsets = pd.DataFrame({"arrival_rate_per_s": [430, 430, 470, 470], "seed": [1, 2, 1, 2],
+                           "time_to_convoy_s": [np.nan, np.nan, 2.0, 4.0]})
+    summary = pd.DataFrame({"arrival_rate_per_s": [430.0, 470.0], "runs": [2, 2], "convoyed": [0, 2],
+                            "share": [0.0, 1.0], "median_s": [np.nan, 3.0]})
+    spec = charts.time_to_convoy(onsets, summary, horizon_s=60, title="T", caption="c").to_dict()
+    left, right = spec["hconcat"]
+    domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in left["layer"]]
+    domains.append(right["encoding"]["x"]["scale"]["domain"])
+    assert all(d == [430.0, 470.0] for d in domains)  # 430 appears on both panels although no run convoyed
+    assert "60 s" in right["encoding"]["y"]["title"]
+    svg(charts.time_to_convoy(onsets, summary, horizon_s=60, title="T", caption="c"))
+
+
+def test_points_vs_formula_draws_the_formula_dashed_and_first():
+    df = pd.DataFrame({"rho": [0.5, 0.5, 0.8, 0.8], "w": [1.0, 1.1, 4.0, 4.2],
+                       "run": ["formula", "sim", "formula", "sim"]})
+    spec = charts.points_vs_formula(df, "rho", "w", "run", "formula", title="T", caption="c",
+                                    x_title="utilisation", y_title="wait (ms)").to_dict()
+    line, points = spec["layer"]
+    assert line["mark"]["strokeDash"] == [5, 3] and points["mark"]["type"] == "point"
+    assert line["encoding"]["color"]["scale"]["domain"] == ["formula", "sim"]
+    assert line["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_against_diagonal_shares_one_square_domain():
+    df = pd.DataFrame({"floor_s": [10.0, 20.0], "elapsed_s": [11.0, 21.0], "maxdop": [8, 16],
+                       "quantum_ms": [4.0, 4.0]})
+    spec = charts.against_diagonal(df, "floor_s", "elapsed_s", "maxdop", "quantum_ms", title="T", caption="c",
+                                   x_title="floor (s)", y_title="run (s)").to_dict()
+    diag, points = spec["layer"]
+    assert diag["mark"]["strokeDash"] == [4, 4] and points["mark"]["type"] == "point"
+    top = diag["data"]["values"][1]["floor_s"]
+    assert top == pytest.approx(21.0 * 1.05)
+    assert points["encoding"]["x"]["scale"]["domain"] == points["encoding"]["y"]["scale"]["domain"] == [0, top]
+    assert points["encoding"]["color"]["scale"]["domain"] == ["8", "16"] and spec["width"] <= 720
+    assert "<path" in svg(charts.against_diagonal(df, "floor_s", "elapsed_s", "maxdop", title="T", caption="c",
+                                                  x_title="f (s)", y_title="r (s)"))
+
+
+def test_time_split_stacks_states_in_state_colours_and_order():
+    df = pd.DataFrame({"panel": ["A"] * 4 + ["B"] * 4, "worker": ["shared", "shared", "other", "other"] * 2,
+                       "state": ["suspended", "runnable"] * 4, "seconds": [1.0, 9.0, 9.0, 1.0] * 2})
+    spec = charts.time_split(df, "worker", row="panel", title="T", caption="c", x_title="time (s)").to_dict()
+    enc = spec["spec"]["encoding"]
+    assert enc["color"]["scale"]["domain"] == ["runnable", "suspended"]  # the book's state order, not the data's
+    assert enc["color"]["scale"]["range"] == [charts.STATE_COLORS["runnable"], charts.STATE_COLORS["suspended"]]
+    assert enc["order"]["field"] == "state_order" and enc["y"]["sort"] == ["shared", "other"]
+    assert spec["facet"]["row"]["sort"] == ["A", "B"] and spec["spec"]["width"] <= 720
+    assert "<rect" in svg(charts.time_split(df, "worker", row="panel", title="T", caption="c", x_title="t (s)"))

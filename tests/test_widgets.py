@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import threading
 import time
@@ -159,6 +160,15 @@ def test_display_is_the_static_note(small):
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id
     assert repr(box) == widgets.NOTE and isinstance(box, w.VBox)
     assert repr(widgets.static_note()) == widgets.NOTE and "JupyterLab" in widgets.static_note()._repr_html_()
+
+
+def test_quantum_knob_says_it_is_not_configurable(small):
+    box = widgets.panel("convoy", knobs=["policy", "quantum_ms"], runner=FakeRunner(small), outputs=("dmv",))
+    shown = " ".join(c.value for c in box.children if isinstance(c, w.HTML))
+    assert html.escape(widgets.QUANTUM_NOTE) in shown  # beside the live controls
+    assert widgets.QUANTUM_NOTE in box._repr_mimebundle_()["text/plain"]  # and on the static site
+    plain = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("dmv",))
+    assert widgets.QUANTUM_NOTE not in repr(plain)
 
 
 def test_debouncer_with_a_manual_timer():
