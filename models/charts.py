@@ -439,6 +439,24 @@ def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVT
     ])
 
 
+class _WrappedHeaders(DMVTable):
+    """A DMVTable whose HTML headers carry <wbr> break points; its plain text keeps the names whole."""
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("_<wbr>", "_")
+
+
+def wrap_headers(table: DMVTable) -> DMVTable:
+    """``table`` (from :func:`dmv_table`) with column headers that may wrap after an underscore.
+
+    A DMV's snake_case column names have no break points, so a table of seven of them is wider than
+    the ~720 px text column; a <wbr> after each '_' lets the browser wrap a header only when the
+    column is too narrow for it, and copying a header still gives the plain name.
+    """
+    table.__class__ = _WrappedHeaders
+    return table.format_index(lambda name: str(name).replace("_", "_<wbr>"), axis=1)
+
+
 # ---------------------------------------------------------------- static explorer
 
 def _grid_values(series: pd.Series) -> list[Any]:
@@ -624,23 +642,27 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
 
 def series_lines(df: pd.DataFrame, x: str, y: str, series: str, *, title: str, caption: str,
                  x_title: str, y_title: str, width: int = 560, height: int = 220) -> alt.Chart:
-    """One plain line per ``series`` value (no point markers), in first-seen order, e.g. queue length over time."""
+    """One plain line per ``series`` value (no point markers), in first-seen order, e.g. queue length over time.
+
+    A single series gets no legend (name it in the title or caption).
+    """
     names = list(dict.fromkeys(df[series].astype(str)))
+    legend = alt.Legend(orient="bottom", direction="horizontal", columns=3) if len(names) > 1 else None
     return alt.Chart(_records(df[[x, y, series]])).mark_line().encode(
         x=alt.X(f"{x}:Q", title=x_title),
         y=alt.Y(f"{y}:Q", title=y_title),
         color=alt.Color(f"{series}:N", title=None, sort=names,
-                        scale=alt.Scale(domain=names, range=_palette(len(names))),
-                        legend=alt.Legend(orient="bottom", direction="horizontal", columns=3)),
+                        scale=alt.Scale(domain=names, range=_palette(len(names))), legend=legend),
         tooltip=[alt.Tooltip(f"{series}:N"), alt.Tooltip(f"{x}:Q", title=x_title, format=",.1f"),
                  alt.Tooltip(f"{y}:Q", title=y_title, format=",.1f")],
     ).properties(title=_title(title, caption), width=width, height=height)
 
 
 def time_to_convoy(onsets: pd.DataFrame, summary: pd.DataFrame, *, horizon_s: float, title: str,
-                   caption: str, width: int = 300, height: int = 200) -> alt.HConcatChart:
+                   caption: str | list[str], width: int = 300, height: int = 200) -> alt.HConcatChart:
     """Two panels over the same arrival rates: each run's time to convoy (ticks, medians as diamonds, log
-    scale) and the share of runs that convoyed within ``horizon_s`` (bars).
+    scale) and the share of runs that convoyed within ``horizon_s`` (bars).  A caption given as a list of
+    strings is drawn one line each.
 
     ``onsets`` has arrival_rate_per_s, seed and time_to_convoy_s (NaN: none); ``summary`` is
     :func:`models.analysis.convoy.onset_summary` of it.  Both panels list every rate in ``summary``.

@@ -2,7 +2,7 @@
 
 A sweep is a scenario, a grid (parameter -> values), fixed overrides and a
 number of replications.  Each grid point runs once per seed (``seed``,
-``seed + 1``, ...); the stored row holds, for every metric, the mean over the
+``seed + 1``, ...; or seeds of its own with ``seeds_per_point``); the stored row holds, for every metric, the mean over the
 seeds and the half-width of its 95% confidence interval (Student t).  A run is
 a pure function of (point, seed), and the means are summed exactly
 (``math.fsum``) in seed order, so the stored table is the same whichever
@@ -45,6 +45,10 @@ class Sweep:
     fixed: dict[str, Any] = field(default_factory=dict)
     replications: int = 5
     doc: str = ""
+    # False: every point runs the same seeds (neighbouring points differ only by their parameters, so a
+    # curve is smooth).  True: each point gets seeds of its own, so the points' errors are independent
+    # (a validation grid, where n points agreeing with a formula should be n independent checks).
+    seeds_per_point: bool = False
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point as a parameter dict (fixed values included, seed = the first seed)."""
@@ -52,10 +56,18 @@ class Sweep:
         return [dict(self.fixed, **dict(zip(keys, combo)))
                 for combo in itertools.product(*(self.grid[k] for k in keys))]
 
-    def seeds(self) -> list[int]:
-        """The seeds every point runs with."""
-        first = int(self.fixed.get("seed", 1))
+    def seeds(self, k: int = 0) -> list[int]:
+        """The seeds point ``k`` (in :meth:`points` order) runs with."""
+        first = int(self.fixed.get("seed", 1)) + (k * self.replications if self.seeds_per_point else 0)
         return list(range(first, first + self.replications))
+
+    def index(self, point: dict[str, Any]) -> int:
+        """The position of ``point`` (matched on the grid's keys) in :meth:`points`."""
+        key = [point[k] for k in self.grid]
+        for k, candidate in enumerate(self.points()):
+            if [candidate[g] for g in self.grid] == key:
+                return k
+        raise ValueError(f"point {key} is not on the grid of sweep {self.name!r}")
 
     def columns(self) -> list[str]:
         """The stored table's columns: the grid, then each metric's mean and CI half-width."""
@@ -127,7 +139,8 @@ def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
 
 def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
     """Every run of the sweep as (scenario, parameters), point by point, seed by seed."""
-    return [(sweep.scenario, dict(point, seed=seed)) for point in sweep.points() for seed in sweep.seeds()]
+    return [(sweep.scenario, dict(point, seed=seed))
+            for k, point in enumerate(sweep.points()) for seed in sweep.seeds(k)]
 
 
 def _call(job: tuple[Callable, tuple]) -> Any:
@@ -183,7 +196,7 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, dask: str | None = None,
 
 def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
     """One grid point's row (grid values, then each metric's mean and CI), its seeds run here."""
-    runs = [run_one(sweep.scenario, dict(point, seed=seed)) for seed in sweep.seeds()]
+    runs = [run_one(sweep.scenario, dict(point, seed=seed)) for seed in sweep.seeds(sweep.index(point))]
     return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
 
 

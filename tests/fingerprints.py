@@ -99,10 +99,15 @@ def fingerprint(result) -> dict[str, str]:
 
 def compute() -> dict[str, dict[str, str]]:
     """Fingerprints of every run in RUNS, with today's engine."""
+    return {label: fingerprint_of(label) for label in RUNS}
+
+
+def fingerprint_of(label: str) -> dict[str, str]:
+    """Run ``RUNS[label]`` (with the hand-off it was stored with) and fingerprint its Result."""
     import models
 
-    return {label: fingerprint(models.run(scenario, **_with_stored_handoff(scenario, params), **_LOGS))
-            for label, (scenario, params) in RUNS.items()}
+    scenario, params = RUNS[label]
+    return fingerprint(models.run(scenario, **_with_stored_handoff(scenario, params), **_LOGS))
 
 
 def _with_stored_handoff(scenario: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -198,6 +198,16 @@ def test_text_table_keeps_long_cells_whole_and_is_deterministic():
     assert long in repr(charts.text_table(df, "Model and documentation"))
 
 
+def test_wrap_headers_breaks_html_headers_only(fair):
+    table = charts.wrap_headers(charts.dmv_table(fair.wait_stats, "sys.dm_os_wait_stats"))
+    out = table.to_html()
+    assert "signal_<wbr>wait_<wbr>time_<wbr>ms" in out and "waiting_<wbr>tasks_<wbr>count" in out
+    assert "SOS_SCHEDULER_YIELD" in out  # cells are left alone
+    assert out == charts.wrap_headers(charts.dmv_table(fair.wait_stats, "sys.dm_os_wait_stats")).to_html()
+    text = repr(table)
+    assert "signal_wait_time_ms" in text and "<wbr>" not in text
+
+
 # ------------------------------------------------------------ explorer
 
 def test_explorer_binds_inputs_with_units_and_ranges():
@@ -274,6 +284,9 @@ def test_series_lines_keeps_first_seen_order_and_titles():
     assert spec["encoding"]["x"]["title"] == "time (ms)" and spec["width"] <= 720
     assert "<path" in svg(charts.series_lines(df, "t", "q", "run", title="Q", caption="c", x_title="t (ms)",
                                               y_title="q (count)"))
+    one = charts.series_lines(df[df["run"] == "burst"], "t", "q", "run", title="Q", caption="c", x_title="t (ms)",
+                              y_title="q (count)").to_dict()
+    assert one["encoding"]["color"]["legend"] is None  # a single series needs no legend
 
 
 def test_time_to_convoy_panels_share_their_rates():

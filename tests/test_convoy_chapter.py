@@ -8,17 +8,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import json
+from pathlib import Path
+
 import models
 from models.analysis import convoy as cv
+from models.calibration import CONTEXT_SWITCH_US, HANDOFF_US, WAKEUP_US
 from models.sweep import DATA_DIR, run_point
 from models.sweeps import convoy as sweep_def
 
-BIG = {"wakeup_us": 195.0, "context_switch_us": 5.0}
+BIG = {"wakeup_us": 198.0, "context_switch_us": CONTEXT_SWITCH_US}   # the chapter's 200 us hand-off
+DEFAULT = {"wakeup_us": WAKEUP_US, "context_switch_us": CONTEXT_SWITCH_US}
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_convoys.ipynb"
 
 
 def _run(**kw):
-    n = kw.get("requests", 20_000) + kw.get("initial_queue", 0)
-    return models.run("convoy", hold_ms=2.0, record_acquires=n, **kw)
+    return cv.run(**kw)  # the chapter's 2 ms hold, with an acquire log
 
 
 def test_capacities_and_md1():
@@ -81,12 +86,14 @@ def test_recovery_needs_load_below_convoy_capacity(rate, drains):
     assert bool(q[-1] > 50) is (not drains)
 
 
-def test_hysteresis_with_default_handoff():
-    """The band exists at the realistic 25 us hand-off too, only narrower (493.8 to 500 req/s)."""
-    kw = dict(arrival_rate_per_s=497, arrivals="even", requests=3000, wakeup_us=20.0, context_switch_us=5.0)
+def test_hysteresis_with_calibrated_handoff():
+    """The band exists at the calibrated 9.7 us hand-off too, only narrower (497.6 to 500 req/s)."""
+    assert HANDOFF_US == 9.7 and cv.capacities(2.0, HANDOFF_US)[1] == pytest.approx(497.587, abs=1e-3)
+    kw = dict(arrival_rate_per_s=499, arrivals="even", requests=3000, **DEFAULT)
     assert _run(**kw).latch_stats.loc[0, "waiting_requests_count"] == 0
     stuck = _run(initial_queue=10, **kw)
-    assert stuck.throughput_per_s < 497 - 1
+    assert stuck.throughput_per_s == pytest.approx(cv.capacities(2.0, HANDOFF_US)[1], rel=1e-3)
+    assert stuck.throughput_per_s < 499 - 1
 
 
 def test_poisson_convoy_detected_above_and_not_below():
@@ -120,3 +127,137 @@ def test_onset_table_is_fresh():
             assert math.isnan(old["time_to_convoy_s"])
         else:
             assert old["time_to_convoy_s"] == pytest.approx(row["time_to_convoy_s"], rel=1e-4)
+
+
+def test_drain_time_and_saturation_table():
+    series = pd.DataFrame({"time_ms": [0.0, 500.0, 1000.0, 1500.0], "queue": [0, 4, 0, 0]})
+    assert cv.drain_time_s(series) == 1.0
+    assert math.isnan(cv.drain_time_s(series.assign(queue=[0, 4, 3, 2])))
+    runs = {name: _run(arrival_rate_per_s=1000, arrivals="even", requests=1000, **kw)
+            for name, kw in (("free", {"wakeup_us": 0.0, "context_switch_us": 0.0}), ("200", BIG))}
+    table = cv.saturation_table(runs, {"free": 0.0, "200": 200.0})
+    assert list(table["hand-off (µs)"]) == [0.0, 200.0]
+    assert table["simulated throughput (req/s)"].to_numpy() == pytest.approx(
+        table["1/(hold + hand-off) (req/s)"].to_numpy(), rel=1e-3)
+    assert table["wait per request ahead (ms)"].to_numpy() == pytest.approx([2.0, 2.2], rel=1e-3)
+
+
+def test_onset_shares_text_merges_equal_neighbours():
+    summary = pd.DataFrame({"arrival_rate_per_s": [430.0, 440.0, 450.0, 455.0, 460.0, 500.0],
+                            "share": [0.0, 0.0, 4 / 30, 23 / 30, 1.0, 1.0]})
+    assert cv.onset_shares_text(summary) == "0% at 430-440, 13% at 450, 77% at 455, 100% at 460-500 req/s"
+
+
+def test_dmv_signature_of_whites_fair_run():
+    """White's fair run: 271,458 LATCH_EX waits, 21,949 ms of wait, 2,644 ms of signal wait in 5.5 s."""
+    sig = cv.dmv_signature(271_458, 21_949, 2_644, 5_500)
+    assert sig["avg_wait_ms"] * 1000 == pytest.approx(80.9, abs=0.05)     # about 81 us per wait
+    assert sig["signal_per_wait_us"] == pytest.approx(9.74, abs=0.01)     # the calibrated hand-off
+    assert sig["mean_waiters"] == pytest.approx(3.99, abs=0.01)           # Little's law
+    assert sig["handoff_time_share"] == pytest.approx(0.48, abs=0.005)
+    assert math.isnan(sig["waits_per_acquire"])                           # White reports no acquire count
+    with pytest.raises(ValueError):
+        cv.dmv_signature(1, 1, 1, 0)
+
+
+def test_signature_separates_a_busy_latch_from_a_convoy():
+    """On the model's own DMV tables: a busy latch often has nobody waiting, a convoy almost never."""
+    busy = cv.signature_of(_run(arrival_rate_per_s=450, requests=10_000, **DEFAULT))
+    band = cv.signature_of(_run(arrival_rate_per_s=499, requests=10_000, **DEFAULT))
+    convoy = cv.signature_of(_run(arrival_rate_per_s=480, requests=10_000, **BIG))
+    assert busy["waits_per_acquire"] == pytest.approx(0.9, abs=0.02)     # about the utilisation
+    assert busy["no_waiter_share"] > 0.15
+    for sig in (band, convoy):
+        assert sig["waits_per_acquire"] > 0.99 and sig["no_waiter_share"] < 0.02
+    assert busy["signal_per_wait_us"] == pytest.approx(HANDOFF_US, rel=1e-3)
+    assert convoy["signal_per_wait_us"] == pytest.approx(200.0, rel=1e-3)
+    small = {"busy": _run(arrival_rate_per_s=450, requests=2000, **DEFAULT)}
+    snap = cv.dmv_snapshot(small)
+    assert list(snap.columns) == ["run", "latch_class", "waiting_requests_count", "wait_time_ms", "max_wait_time_ms",
+                                  "signal_wait_time_ms", "acquires", "elapsed_ms"]
+    report = cv.signature_report(small).set_index("counter")
+    assert report.loc["acquires", "busy"] == "2,000" and report.loc["signal wait per wait (µs)", "busy"] == "9.7"
+    assert report.loc["time nobody waits (%)", "busy"].endswith(" %")
+
+
+def test_unfair_latch_recovers_by_overtaking_the_suspended():
+    kw = dict(arrival_rate_per_s=480, arrivals="even", requests=5000, initial_queue=50, **BIG)
+    fair, unfair = _run(**kw), _run(policy="unfair", **kw)
+    assert fair.throughput_per_s == pytest.approx(1000 / 2.2, rel=1e-3)
+    assert unfair.throughput_per_s == pytest.approx(480, rel=1e-2)
+    assert unfair.latch_stats.loc[0, "waiting_requests_count"] < 100            # only the early ones waited...
+    assert unfair.latch_stats.loc[0, "max_wait_time_ms"] > 5000                 # ...and some of them for seconds
+
+
+def test_unfair_cure_needs_running_requesters():
+    """Even arrivals at 480/s bring the next request 83 us after each release, inside the 200 us hand-off, so an
+    unfair latch keeps up (test above); Poisson arrivals leave it idle for the next arrival or the woken waiter."""
+    assert 1e6 / 480 - 1000 * cv.HOLD_MS < 200.0
+    idle = cv.unfair_idle_us(480, 200.0)
+    assert idle == pytest.approx(190.7, abs=0.05) and cv.unfair_idle_us(1e-3, 200.0) == pytest.approx(200.0)
+    with pytest.raises(ValueError):
+        cv.unfair_idle_us(0.0, 200.0)
+    unfair = _run(arrival_rate_per_s=480, requests=10_000, policy="unfair", **BIG)
+    assert unfair.throughput_per_s == pytest.approx(1000 / (2.0 + idle / 1000), rel=0.01)
+    assert unfair.throughput_per_s < 460 and unfair.mean_wait_ms > 300           # still a convoy
+    grid = pd.read_csv(DATA_DIR / "convoy.csv").query(
+        "wakeup_us == 198 and arrivals == 'poisson' and initial_queue == 0 and arrival_rate_per_s == 480")
+    tp = grid.set_index("policy")["throughput_per_s"]
+    assert tp["fair"] < tp["unfair"] < 460
+
+
+def test_on_your_server_scripts_rerun_and_fail_loudly():
+    prose = "\n".join(_sources("markdown"))
+    assert "map_value IN (N'TRAN_NESTING_FULL', N'NESTING_TRANSACTION_FULL')" in prose
+    assert "IF @class IS NULL THROW" in prose
+    assert prose.index("DROP EVENT SESSION convoy_check") < prose.index("CREATE EVENT SESSION convoy_check")
+    assert "DROP TABLE IF EXISTS #l0" in prose and "DROP TABLE IF EXISTS #s" in prose
+    assert "not in the size of its queue" not in " ".join(prose.split())
+
+
+def _notebook():
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+
+
+def _sources(kind):
+    return ["".join(c["source"]) for c in _notebook()["cells"] if c["cell_type"] == kind]
+
+
+def test_notebook_uses_the_calibrated_handoff_and_says_why_it_departs():
+    code = "\n".join(_sources("code"))
+    assert "from models.calibration import" in code and "WAKEUP_US" in code
+    prose = " ".join(" ".join(_sources("markdown")).split())  # line breaks as spaces
+    assert "too thin to see" in prose
+    assert "fair by default" not in prose.replace("latches are fair by default", "")
+    assert "bistable" not in prose.replace("not bistable", "")
+    assert "On your server" in prose and "sys.dm_os_waiting_tasks" in prose and "latch_suspend_end" in prose
+
+
+def test_time_to_convoy_chart_states_the_computed_shares_on_shared_categories():
+    summary = cv.onset_summary(pd.read_csv(DATA_DIR / sweep_def.ONSET_FILE), sweep_def.ONSET_HORIZON_S)
+    wanted = cv.onset_shares_text(summary)
+    for cell in _notebook()["cells"]:
+        for out in cell.get("outputs", []):
+            spec = out.get("data", {}).get("application/vnd.vegalite.v5+json") or out.get("data", {}).get(
+                "application/vnd.vegalite.v6+json")
+            if spec and "hconcat" in spec and "Time to convoy" in json.dumps(spec.get("title")):
+                assert wanted in json.dumps(spec["title"], ensure_ascii=False)
+                left, right = spec["hconcat"]
+                domains = {json.dumps(layer["encoding"]["x"]["scale"]["domain"]) for layer in left["layer"]}
+                domains.add(json.dumps(right["encoding"]["x"]["scale"]["domain"]))
+                assert len(domains) == 1
+                return
+    pytest.fail("no time-to-convoy chart in the stored notebook outputs")
+
+
+def test_every_exercise_names_its_knob_and_shows_its_run():
+    cells = _notebook()["cells"]
+    start = next(k for k, c in enumerate(cells) if "## Exercises" in "".join(c["source"]))
+    questions = [k for k, c in enumerate(cells[start:], start) if c["cell_type"] == "markdown" and "{dropdown}" in "".join(c["source"])]
+    assert len(questions) >= 4
+    for k in questions:
+        text = "".join(cells[k]["source"])
+        assert "`" in text.split("{dropdown}")[0]                        # a knob, named as a parameter
+        run = cells[k + 1]
+        assert run["cell_type"] == "code" and "hide-cell" in run["metadata"].get("tags", [])
+        assert "cv.run(" in "".join(run["source"]) and run["outputs"]     # a run the reader can open, and its figure

@@ -43,3 +43,22 @@ def test_stored_sweep_is_not_stale(name):
                 assert stored[col] == pytest.approx(value, rel=1e-5, abs=1e-9), (
                     f"{name} row {k} column {col}: stored {stored[col]} vs fresh {value}; "
                     f"rerun: python -m models sweep {name}")
+
+
+def test_seeds_per_point_gives_each_point_its_own_seeds():
+    """A sweep with seeds_per_point runs disjoint seeds at every point (independent errors); the default
+    shares them (smooth curves); run_point uses the same seeds as the whole sweep."""
+    from dataclasses import replace
+
+    from models.sweep import tasks
+
+    shared = SWEEPS["validation"]
+    assert shared.seeds_per_point
+    seen = [tuple(shared.seeds(k)) for k in range(len(shared.points()))]
+    assert len(set(s for seeds in seen for s in seeds)) == len(seen) * shared.replications
+    common = replace(shared, seeds_per_point=False)
+    assert {tuple(common.seeds(k)) for k in range(len(common.points()))} == {tuple(common.seeds())}
+    last = shared.points()[-1]
+    assert [p["seed"] for _, p in tasks(shared)[-shared.replications:]] == shared.seeds(shared.index(last))
+    with pytest.raises(ValueError, match="not on the grid"):
+        shared.index(dict(last, arrival_rate_per_s=-1.0))

@@ -7,6 +7,7 @@ tests/test_engine_theory.py; SimPy and Ciw agreement in tests/test_crosscheck.py
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from models import analytic
@@ -18,10 +19,12 @@ def test_one_scheduler_cpu_queue_is_mm1():
     assert row["simulated_wait_ms"] == pytest.approx(row["mmc_wait_ms"], rel=0.05)
 
 
-@pytest.mark.parametrize("servers", [2, 4])
-def test_per_scheduler_queues_lie_between_pooled_and_split(servers):
-    row = v.cpu_queue(servers, 0.8, tasks=60_000)
-    assert row["mmc_wait_ms"] < row["simulated_wait_ms"] < row["split_mm1_wait_ms"]
+def test_per_scheduler_queues_lie_between_pooled_and_split():
+    """200,000 tasks per row, a seed per row: above Erlang C's pooled queue, well below split M/M/1."""
+    table = v.cpu_queue_table((2, 4, 8), utilisation=0.8, tasks=200_000)
+    assert table["seed"].is_unique
+    assert (table["mmc_wait_ms"] < table["simulated_wait_ms"]).all(), table
+    assert (table["simulated_wait_ms"] + table["ci_half_ms"] < table["split_mm1_wait_ms"]).all(), table
 
 
 def test_usl_fits_the_contended_insert_with_an_interior_peak():
@@ -45,6 +48,63 @@ def test_convergence_half_width_shrinks_with_run_length():
 def test_open_queue_table_within_three_percent():
     table = v.open_queue_table([0.5, 0.8], requests=300_000)
     assert (table["error_pct"].abs() < 3).all()
+
+
+def test_open_queue_rows_are_independent_checks_with_errors_of_both_signs():
+    """The appendix's table: a seed per row, every exact value inside its interval, errors not all one sign.
+
+    With seed 1 on every row (the old table) the rows replayed the same random
+    numbers and every fixed-hold error was negative, every exponential one positive.
+    """
+    table = v.open_queue_table([0.3, 0.5, 0.7, 0.8, 0.9], requests=500_000)
+    assert table["seed"].is_unique and list(table["seed"]) == list(range(v.OPEN_SEED, v.OPEN_SEED + 10))
+    assert table["within_ci"].all(), table
+    assert (table["error_pct"] > 0).any() and (table["error_pct"] < 0).any(), table
+
+
+def test_a_shared_seed_moves_every_row_of_one_hold_the_same_way():
+    """What the old table did: seed_step=0 puts every row on seed 1, and the errors line up by hold."""
+    table = v.open_queue_table([0.3, 0.5, 0.7, 0.8, 0.9], requests=150_000, seed=1, seed_step=0)
+    assert (table["seed"] == 1).all()
+    assert (table.loc[table["hold"] == "fixed", "error_pct"] < 0).all(), table
+    assert (table.loc[table["hold"] == "exponential", "error_pct"] > 0).all(), table
+
+
+def test_open_queue_table_refuses_a_negative_seed_step_by_name():
+    with pytest.raises(ValueError, match="seed_step"):
+        v.open_queue_table([0.5], requests=1_000, seed_step=-1)
+
+
+def test_every_comparison_table_runs_a_seed_per_row_and_names_its_reference():
+    tables = {
+        "repairman": v.repairman_table([1, 4, 8], acquires_per_worker=2_000),
+        "cpu": v.cpu_queue_table((1, 2), tasks=5_000),
+        "shared": v.shared_scheduler_table(((3, 2), (4, 2)), acquires=20_000),
+        "handoff": v.handoff_queue_table([0.5], requests=20_000),
+        "open": v.open_queue_table([0.5], requests=20_000),
+    }
+    for name, table in tables.items():
+        assert table["seed"].is_unique, name
+        assert table["reference"].str.contains("nothing fitted").all(), name
+    # The tables of one kind of run start from different bases, so no two of them share a seed.
+    assert set(tables["repairman"]["seed"]).isdisjoint(tables["cpu"]["seed"])
+    assert set(tables["open"]["seed"]).isdisjoint(tables["handoff"]["seed"])
+    usl, fit = v.usl_table(maxdops=(1, 2, 4), rows=20_000)
+    assert usl["reference"].str.contains("fitted").all()
+    assert v.usl_fit_table({"x": (usl, fit)})["reference"].str.endswith("fitted").all()
+
+
+def test_cpu_queue_interval_covers_mm1_with_one_scheduler():
+    row = v.cpu_queue(1, 0.8, tasks=200_000)
+    assert abs(row["simulated_wait_ms"] - row["mmc_wait_ms"]) <= row["ci_half_ms"], row
+
+
+def test_view_signs_errors_and_never_truncates_a_cell():
+    table = pd.DataFrame({"hold": ["fixed", "exponential"], "error_pct": [0.5, -1.25], "within_ci": [True, False],
+                          "seed": [101, 1102], "reference": ["x" * 120, "short"]})
+    html = v.view(table, list(table.columns), "A test table").to_html()
+    assert "+0.50" in html and "-1.25" in html and ">no<" in html and "1,102" in html
+    assert "x" * 120 in html and "..." not in html
 
 
 def test_fair_handoff_queue_reduces_to_pollaczek_khinchine_without_a_handoff():
@@ -103,3 +163,23 @@ def test_shared_schedulers_with_fair_handoff_match_the_exact_chain():
     assert (table["wait_error_pct"].abs() < 2).all(), table
     # The mechanism is present: the latch sits owned by a worker waiting for its scheduler.
     assert analytic.shared_scheduler_latch(4, 2, 1.0, 0.25).owned_idle_share > 0.5
+
+
+def test_every_test_the_appendix_names_exists():
+    """The appendix sends readers to named test files and functions: each must exist, so a rename fails here."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cells = json.loads((root / "notebooks" / "08_validation.ipynb").read_text())["cells"]
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    files = set(re.findall(r"`(tests/[\w/]+\.py)`", prose))
+    names = set(re.findall(r"`(test_\w+)`", prose))
+    assert {"tests/test_nested.py", "tests/test_convoy_chapter.py"} <= files
+    assert "test_busy_cotenant_follows_the_floor_formula" in names
+    for f in files:
+        assert (root / f).is_file(), f
+    defined = "\n".join(p.read_text() for p in (root / "tests").glob("test_*.py"))
+    for name in names:
+        assert re.search(rf"^def {name}\(", defined, re.M), name

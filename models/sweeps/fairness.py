@@ -1,13 +1,16 @@
 """Explorer grid for the fairness chapter: White's insert at 1/256 scale, fair against unfair.
 
 The calibrated setup of :mod:`models.analysis.fairness` with 262,144 rows, over
-MAXDOP, quantum, policy and spin-round length; 20 seeds per point.
+MAXDOP, the latch hold (half, once, twice and four times the derived hold),
+policy and spin-round length; 20 seeds per point.  The quantum is not a
+dimension: with one worker per scheduler nothing waits for a quantum to end,
+so it changes no run here (and SQL Server's 4 ms quantum is not configurable).
 """
 
-from models.analysis.fairness import SETUP
+from models.analysis.fairness import HOLD_US, SETUP
 from models.sweep import Sweep
 
-_FIXED = {k: v for k, v in SETUP.items() if k not in ("maxdop", "spin_us")}
+_FIXED = {k: v for k, v in SETUP.items() if k not in ("maxdop", "spin_us", "hold_us")}
 _FIXED.update(rows=262_144, schedulers=17, seed=1)
 
 SWEEP = Sweep(
@@ -15,7 +18,7 @@ SWEEP = Sweep(
     scenario="parallel-insert",
     grid={
         "maxdop": [2, 4, 6, 8, 11, 16],
-        "quantum_ms": [1.0, 4.0],
+        "hold_us": [round(HOLD_US * k, 1) for k in (0.5, 1, 2, 4)],
         "policy": ["fair", "unfair"],
         "spin_us": [1.0, 3.0, 10.0],
     },
