@@ -173,6 +173,14 @@ def mva_repairman(n_customers: int, think_time: float, service_time: float) -> R
     return RepairmanMetrics(np.arange(1, n + 1), x, r, x * s, q)
 
 
+def repairman_saturation(think_time: float, service_time: float) -> float:
+    """Customers at which the repairman's server saturates, N* = (Z + S) / S: the balanced-job bound's knee."""
+    if not np.isfinite(think_time) or think_time < 0:
+        raise ValueError(f"think_time={think_time!r} is out of range: use a number of at least 0")
+    s = _positive("service_time", service_time)
+    return (think_time + s) / s
+
+
 def repairman_exact(n_customers: int, think_time: float, service_time: float) -> RepairmanMetrics:
     """The same model for exponential think and service, from its birth-death distribution."""
     n = int(n_customers)

@@ -61,3 +61,17 @@ def test_batch_means_covers_true_mean():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_repairman_saturation_is_where_the_two_throughput_bounds_meet():
+    """N* = (Z + S) / S: below it throughput is at most N / (Z + S), above it at most 1 / S; MVA's curve
+    bends there (at N* it is within the bounds, and well past it close to 1 / S)."""
+    z, s = 26.0, 3.0
+    knee = analytic.repairman_saturation(z, s)
+    assert knee / (z + s) == pytest.approx(1 / s)
+    mva = analytic.mva_repairman(40, z, s)
+    assert mva.throughput[int(knee) - 1] < 1 / s and mva.throughput[-1] == pytest.approx(1 / s, rel=1e-3)
+    with pytest.raises(ValueError, match="service_time"):
+        analytic.repairman_saturation(z, 0.0)
+    with pytest.raises(ValueError, match="think_time"):
+        analytic.repairman_saturation(-1.0, s)

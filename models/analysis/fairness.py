@@ -204,10 +204,11 @@ def latch_busy(result) -> dict[str, float]:
     acquires = float(result.latch_stats.iloc[0]["acquires"]) * SCALE
     waits = float(result.latch_stats.iloc[0]["waiting_requests_count"]) * SCALE
     hold_us = float(result.params["hold_us"])
-    busy_s = (acquires * hold_us + waits * HANDOFF_US) / 1e6
+    handoff_us = float(result.params["wakeup_us"]) + float(result.params["context_switch_us"])  # this run's
+    busy_s = (acquires * hold_us + waits * handoff_us) / 1e6
     elapsed_s = result.elapsed_ms * SCALE / 1000.0
     return {"records": acquires, "waits": waits, "hold_s": acquires * hold_us / 1e6,
-            "handoff_s": waits * HANDOFF_US / 1e6, "busy_s": busy_s, "elapsed_s": elapsed_s,
+            "handoff_s": waits * handoff_us / 1e6, "busy_s": busy_s, "elapsed_s": elapsed_s,
             "idle_s": elapsed_s - busy_s, "idle_pct": 100.0 * (elapsed_s - busy_s) / elapsed_s}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 import models
+from models import analytic
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 
 SCALE = 64
@@ -41,12 +42,12 @@ def cpu_per_record_us(query: str) -> float:
 
 
 def saturation_maxdop(query: str, hold_us: float, handoff_us: float) -> float:
-    """Workers at which the latch saturates, closed system: N* = (Z + D) / D.
+    """Workers at which the latch saturates: the repairman's N* = (Z + D) / D (:mod:`models.analytic`).
 
     D = hold + hand-off is the latch time per record and Z = CPU per record - hold the time away from it,
     so N* = (CPU per record + hand-off) / (hold + hand-off).
     """
-    return (cpu_per_record_us(query) + handoff_us) / (hold_us + handoff_us)
+    return analytic.repairman_saturation(cpu_per_record_us(query) - hold_us, hold_us + handoff_us)
 
 
 def latches_per_quantum(query: str) -> float:
@@ -70,6 +71,7 @@ SETUP: dict[str, Any] = dict(
     schedulers=24, rows=101_360, rows_per_page=ROWS_PER_PAGE, logging="minimal", cpu_per_log_record_us=0.0,
     hold_us=1.5, wakeup_us=1.0, context_switch_us=0.5, contender_cost_us=0.3,
 )
+FITTED_HANDOFF_US = SETUP["wakeup_us"] + SETUP["context_switch_us"]  # 1.5 us, against the calibrated 9.7
 CALIBRATED = dict(wakeup_us=WAKEUP_US, context_switch_us=CONTEXT_SWITCH_US)
 
 
