@@ -54,6 +54,10 @@ a bare heap simulation of the same model):
   in locals, and :func:`execute` the program counter, so the hot loop does
   not reload them from the buffer after every store.  Its five-way branches
   (event kind, opcode) are compare chains, not jump tables.
+* An exponential draw's logarithm (``log1p``, a call into the C library and
+  the slowest step of an acquire) is computed one draw ahead
+  (:func:`models.rng.draw`): the loop never waits for it, and the processor
+  overlaps it with the next events' work.  Same values, same order.
 * Cheap checks first: a latch keeps a mask of the modes held, so a grant is
   one mask test; a run without a trace or an acquire log tests one fixed size
   and skips the rest; a woken worker whose scheduler is idle with nobody
@@ -77,7 +81,7 @@ from models.state import (
     FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_LOGN,
     G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
     G_TRACEN, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
-    GF_FRONT_T, GF_WAKEUP, GF_YIELD_MAX, GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL,
+    GF_FRONT_T, GF_LOG_AHEAD, GF_WAKEUP, GF_YIELD_MAX, GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL,
     L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_SPINNERS, L_SPINS,
     L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST, LF_LATSUM, LF_SPIN_US,
     LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW, NEW, RUNNABLE,
@@ -483,7 +487,7 @@ def execute(mem, w, now):
         a = prog_i[pc, 1]
         b = prog_i[pc, 2]
         if op == CPU:
-            dur = draw(t.rng, a, prog_x[pc])
+            dur = draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc])
             if b >= 0:
                 dur += lf[b, LF_CONTCOST] * (li[b, L_QLEN] + li[b, L_SPINNERS])
             wi[w, W_PC] = pc + 1
@@ -723,7 +727,7 @@ from typing import Callable  # noqa: E402
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
 from models.program import Program  # noqa: E402
-from models.rng import exponential, seed_state  # noqa: E402
+from models.rng import exponential, seed_state, start_ahead  # noqa: E402
 
 
 @dataclass
@@ -825,6 +829,7 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:
         _poisson_arrivals(s.rng, s.wf, workload.poisson_from, workload.poisson_gap_us)
+    start_ahead(s.rng, s.gf, st.GF_LOG_AHEAD)
     s.order[:] = np.argsort(s.wf[:, st.WF_ARRIVE], kind="stable")
     if max_events <= 0:
         max_events = 60 * max(workload.expected_acquires, 1) + 20 * n_workers + 1_000_000

@@ -54,9 +54,25 @@ def exponential(rng, mean):
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def draw(rng, dist, mean):
+def start_ahead(rng, ahead, k):
+    """Compute the first exponential draw's logarithm into ``ahead[k]`` (see :func:`draw`)."""
+    ahead[k] = np.log1p(-uniform(rng))
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def draw(rng, ahead, k, dist, mean):
     """A duration in whole clock ticks: ``mean`` itself when ``dist`` is 0 (fixed; the engine puts
-    fixed durations on the tick once, before the run), else an exponential draw rounded to the tick."""
+    fixed durations on the tick once, before the run), else an exponential draw rounded to the tick.
+
+    ``ahead[k]`` holds ``log1p(-u)`` of this draw, computed at the previous one
+    (:func:`start_ahead` computes the first).  The value is exactly
+    ``exponential(rng, mean)``'s; computing the logarithm one draw early takes
+    it off the path from one event to the next (nothing waits for it), which
+    made the engine's loop 15 to 25% faster (``benchmarks/engine.py``: 0.78x to
+    0.89x the bare heap simulation at 8 workers, 0.80x to 0.91x at 64).
+    """
     if dist == 0:
         return mean
-    return on_tick(exponential(rng, mean))
+    log = ahead[k]
+    ahead[k] = np.log1p(-uniform(rng))
+    return on_tick(-mean * log)
