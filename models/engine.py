@@ -72,7 +72,7 @@ from numba.extending import intrinsic
 
 from models import latch as lt
 from models import scheduler as sch
-from models.program import ACQUIRE, CPU, FIXED, LOOP, RELEASE, YIELD
+from models.program import ACQUIRE, CPU, END, FIXED, LOOP, RELEASE, YIELD
 from models.rng import draw
 from models.state import (
     ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ,
@@ -80,7 +80,7 @@ from models.state import (
     EV_DISPATCHED, EV_SEQ_SHIFT, EV_SPIN_DONE, EV_WAKE, EV_WORKER_BITS, FAIR,
     FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_LOGN,
     G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
-    G_TRACEN, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
+    G_TRACEN, G_UNITS, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
     GF_FRONT_T, GF_LOG_AHEAD, GF_WAKEUP, GF_YIELD_MAX, GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL,
     L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_SPINNERS, L_SPINS,
     L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST, LF_LATSUM, LF_SPIN_US,
@@ -534,10 +534,13 @@ def execute(mem, w, now):
             else:
                 wi[w, slot] = 0
                 pc += 1
-        else:  # END
+        elif op == END:
             wi[w, W_PC] = pc
             end_worker(mem, w, now)
             return
+        else:  # UNIT
+            t.gi[G_UNITS] += 1
+            pc += 1
 
 
 # ---------------------------------------------------------------- event handlers
@@ -752,6 +755,12 @@ class Workload:
     when it arrives.  Workers from ``poisson_from`` on arrive as a Poisson
     stream with mean gap ``poisson_gap_us`` (drawn from the run's generator);
     the others arrive at ``worker_arrival_us``.
+
+    ``window_us`` > 0 makes the run a measurement over that much simulated
+    time, as a performance counter samples a workload that never ends (its
+    workers loop for ever): the run stops when the window closes and is not
+    truncated.  ``count_units`` makes the throughput the program's UNIT
+    instructions per second instead of ``work_units`` or latch acquires.
     """
 
     program: Program
@@ -769,6 +778,8 @@ class Workload:
     work_units: int = -1
     poisson_from: int = -1
     poisson_gap_us: float = 0.0
+    window_us: float = 0.0
+    count_units: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -826,6 +837,8 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     s.gf[st.GF_SWITCH] = to_ticks(workload.context_switch_us)
     s.gf[st.GF_WAKEUP] = to_ticks(workload.wakeup_us)
     s.gf[st.GF_MAX_TIME] = max_sim_ms * 1000.0
+    if workload.window_us > 0:
+        s.gf[st.GF_MAX_TIME] = min(s.gf[st.GF_MAX_TIME], to_ticks(workload.window_us))
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:
         _poisson_arrivals(s.rng, s.wf, workload.poisson_from, workload.poisson_gap_us)
@@ -839,6 +852,8 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         status = run_events(s.address, max_events, min(done_events + chunk, max_events))
         done_events = int(s.gi[st.G_EVENTS])
         if progress is not None:
-            progress(min(1.0, s.li[:, st.L_ACQ].sum() / expected) if status == st.STATUS_CHUNK else 1.0)
+            done = (s.gf[st.GF_NOW] / s.gf[st.GF_MAX_TIME] if workload.window_us > 0
+                    else s.li[:, st.L_ACQ].sum() / expected)
+            progress(min(1.0, done) if status == st.STATUS_CHUNK else 1.0)
         if status != st.STATUS_CHUNK:
             return RawRun(workload, s, int(status), max_events, max_sim_ms)

@@ -17,8 +17,10 @@ opcode         meaning (operands)
 ``YIELD``      a yield point: if the quantum is used up and another worker
                is runnable on this scheduler, go to the tail of the runnable
                queue (SOS_SCHEDULER_YIELD).
-``LOOP``       loop slot ``b`` (0 or 1): run the body starting at ``a``
+``LOOP``       loop slot ``b`` (0, 1 or 2): run the body starting at ``a``
                ``c`` times in all, then fall through.
+``UNIT``       one unit of the workload's work is done (an update, a row):
+               counted for the throughput of a run measured over a window.
 ``END``        the worker is done.
 =============  ===========================================================
 
@@ -33,11 +35,12 @@ How the later chapters are expressed without a new event loop:
   under the latch plus an EX ACQUIRE of the parent page); GUID, bit-reversed
   and hash-bucket keys spread the ACQUIREs over many page latches, written
   into each worker's own program from the seeded generator.
-* **Version store** (APPEND_ONLY_STORAGE_INSERT_POINT): one EX latch guards
-  the append point.  Each versioned update is ``CPU(update) ; ACQUIRE(insert
-  point, EX) ; CPU(copy version) ; RELEASE``, and every ``8000 / version
-  bytes`` appends one more CPU burst under the latch allocates the next
-  8,000-byte chunk (a LOOP with an inner LOOP).
+* **Version store** (APPEND_ONLY_STORAGE_INSERT_POINT, built): one EX latch
+  guards the append point.  Each connection loops for ever over ``CPU(update)
+  ; YIELD ; ACQUIRE(insert point, EX) ; CPU(hold) ; RELEASE ; UNIT``, one
+  acquire per 8,000-byte chunk, with a longer hold where an append starts a
+  new page; the run counts UNITs over a window of simulated time
+  (:mod:`models.scenarios.version_store`).
 * **CCI memory grants**: the resource semaphore is one more kind of latch
   whose grant test is "units held + units asked <= capacity" instead of the
   mode matrix (the ACQUIRE's ``c`` operand carries the units: requested
@@ -55,9 +58,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.state import LOOP_SLOTS
+
 # Opcodes.
-CPU, ACQUIRE, RELEASE, YIELD, LOOP, END = 0, 1, 2, 3, 4, 5
-OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END")
+CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT = 0, 1, 2, 3, 4, 5, 6
+OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END", "UNIT")
 
 # CPU burst distributions.
 FIXED, EXPONENTIAL = 0, 1
@@ -107,8 +112,14 @@ class Program:
         return self._emit(YIELD)
 
     def loop(self, body_start: int, times: int, slot: int = 0) -> int:
-        """Run the instructions from ``body_start`` to here ``times`` times."""
+        """Run the instructions from ``body_start`` to here ``times`` times (nested loops use distinct slots)."""
+        if not 0 <= slot < LOOP_SLOTS:
+            raise ValueError(f"slot={slot} is not a loop slot: use 0 to {LOOP_SLOTS - 1}")
         return self._emit(LOOP, body_start, slot, int(times))
+
+    def unit(self) -> int:
+        """Count one unit of work done (the run's throughput counts these when the workload says so)."""
+        return self._emit(UNIT)
 
     def end(self) -> int:
         """End the worker's program."""

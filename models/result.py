@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from models import state as st
+from models.clock import to_ticks
 from models.engine import RawRun
 from models.program import MODE_NAMES
 
@@ -86,7 +87,10 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     """Turn a finished run's arrays into a Result."""
     s, wl = raw.state, raw.workload
     elapsed_us = float(s.gf[st.GF_END])
-    truncated = raw.status != st.STATUS_DONE
+    # A run over a measurement window ends on its time bound by design; only a user's bound below it truncates.
+    window_closed = (wl.window_us > 0 and raw.status == st.STATUS_TIME_BOUND
+                     and s.gf[st.GF_MAX_TIME] == to_ticks(wl.window_us))
+    truncated = raw.status != st.STATUS_DONE and not window_closed
     reason = _BOUND_TEXT.get(raw.status, "").format(max_events=raw.max_events,
                                                     max_sim_ms=raw.max_sim_ms)
     samples = s.samples[: s.gi[st.G_SAMPLEN]] / 1000.0
@@ -180,6 +184,8 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     units = wl.work_units if wl.work_units >= 0 else (int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0)
     if truncated:
         units = int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0
+    if wl.count_units:
+        units = int(s.gi[st.G_UNITS])
     extra = dict(wl.extra)
     extra.update({
         "latency_sum_ms": float(s.lf[:, st.LF_LATSUM].sum()) / 1000.0,
@@ -187,6 +193,8 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
         "queue_residence_ms": float(s.lf[:, st.LF_QRES].sum()) / 1000.0,
         "events": int(s.gi[st.G_EVENTS]),
     })
+    if wl.count_units:
+        extra["units"] = int(s.gi[st.G_UNITS])
     return Result(
         scenario=scenario, params=params, seed=seed,
         elapsed_ms=elapsed_us / 1000.0,

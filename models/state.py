@@ -40,9 +40,10 @@ STATE_NAMES = ("running", "runnable", "spinning", "suspended", "backoff", "new",
 FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 
 # Worker integer columns.
-(W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
+(W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
- W_QSEQ, W_NCOLS) = range(19)
+ W_QSEQ, W_NCOLS) = range(20)
+LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 
 # Worker float columns (times in microseconds).
 (WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
@@ -67,13 +68,13 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
 
 # Global integer cells.
 (G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
- G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_FRONT, G_FRONT_K,
+ G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_FRONT, G_FRONT_K, G_UNITS,
  # Table sizes, written once by allocate(); tables() cuts the views from them.
  G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES,
  # Where each table starts in the buffer (in words), also written once by allocate().
  AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
  AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
- G_NCOLS) = range(42)
+ G_NCOLS) = range(43)
 # Global float cells.
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
  GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD, GF_NCOLS) = range(11)

@@ -4,7 +4,7 @@ A fingerprint is a SHA-256 per part of a Result (summary figures, each DMV
 table, the trace, the acquire log, the per-acquire waits), taken over the
 exact bits of every value.  ``RUNS`` covers every scenario, both latch
 policies, non-zero wake-up and switch costs, fixed distributions (tied
-times), yields, a co-tenant and 64 workers.  ``tests/test_fingerprints.py``
+times), yields, a co-tenant, 64 workers and runs over a measurement window.  ``tests/test_fingerprints.py``
 compares today's engine against ``tests/data/engine_fingerprints.json``.
 
     python tests/fingerprints.py          # compare, print the parts that differ
@@ -57,6 +57,12 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                                                             busy_scheduler=0, policy="unfair", seed=4)),
     "insert-serial": ("parallel-insert", dict(maxdop=1, rows=50_000, seed=1)),
     "insert-64": ("parallel-insert", dict(maxdop=64, schedulers=64, rows=4_000_000, seed=8)),
+    "version-store-16-on-12": ("version-store", dict(connections=16, schedulers=12, cpu_per_update_us=125,
+                                                     hold_us=5.37, row_bytes=434, new_unit_every=640,
+                                                     wakeup_us=7.7, context_switch_us=2.0, window_ms=100, seed=1)),
+    "version-store-unfair-chunks-reads": ("version-store", dict(connections=6, schedulers=4, policy="unfair",
+                                                                row_bytes=12_000, read_fraction=0.3,
+                                                                cpu_dist="fixed", window_ms=100, seed=2)),
 }
 
 

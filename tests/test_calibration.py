@@ -21,7 +21,7 @@ def test_handoff_is_whites_signal_wait_per_waited_acquire():
     assert 0 < calibration.CONTEXT_SWITCH_US < calibration.HANDOFF_US
 
 
-@pytest.mark.parametrize("name", ["closed-latch", "parallel-insert"])
+@pytest.mark.parametrize("name", ["closed-latch", "parallel-insert", "version-store"])
 def test_scenarios_default_to_the_calibrated_handoff(name):
     scenario = models.scenarios()[name]
     assert scenario.param("wakeup_us").default == calibration.WAKEUP_US

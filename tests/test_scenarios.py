@@ -13,7 +13,7 @@ import models
 from models import ParameterError
 
 SMALL = {"convoy": {"requests": 500}, "closed-latch": {"acquires": 500},
-         "parallel-insert": {"rows": 20_000}}
+         "parallel-insert": {"rows": 20_000}, "version-store": {"window_ms": 20.0}}
 
 
 def test_catalogue_is_complete():

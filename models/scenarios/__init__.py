@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from models.params import Scenario
-from models.scenarios import closed_latch, convoy, parallel_insert
+from models.scenarios import closed_latch, convoy, parallel_insert, version_store
 
 CATALOGUE: dict[str, Scenario] = {
-    s.name: s for s in (convoy.SCENARIO, closed_latch.SCENARIO, parallel_insert.SCENARIO)
+    s.name: s for s in (convoy.SCENARIO, closed_latch.SCENARIO, parallel_insert.SCENARIO,
+                        version_store.SCENARIO)
 }

@@ -1,0 +1,213 @@
+"""Updates under row versioning: every version is appended at one insert point guarded by one EX latch.
+
+With read committed snapshot or snapshot isolation on, an update first copies
+the row's pre-change version into tempdb's version store.  Versions are only
+ever appended after the last one written, and where that is lives behind the
+instance-wide APPEND_ONLY_STORAGE_INSERT_POINT latch, taken in EX mode only
+(Randal, 2021).  Each connection loops for ever, as Randal's scripts did, and
+the run measures updates per second over a window of ``window_ms``:
+
+* CPU outside the latch: ``cpu_per_update_us`` (plus the reads of a mixed
+  workload, ``read_fraction`` of all statements at ``cpu_per_read_us`` each,
+  and ADR's extra cost per update when ``adr`` is on), then a yield point;
+* with versioning on (and ADR off), one append per 8,000-byte chunk of the
+  version (Randal's chunks): ACQUIRE the latch in EX, hold it ``hold_us``,
+  RELEASE.  Versions fill pages back to back (8,096 bytes of records per
+  8,192-byte page), and the append that needs a new page also holds the latch
+  ``new_page_us`` longer; one update in ``new_unit_every`` starts a new
+  append-only allocation unit and holds it ``new_unit_us`` longer.
+
+Which appends allocate is laid out in each connection's program from the
+version size (a repeating block of updates whose page allocations match
+bytes / 8,096 closely, see :func:`page_rate`), with each connection at its
+own phase, so the program stays short however long the window.  With ``adr`` on, versions go to the user database's
+persistent version store: no insert-point latch, ``adr_cpu_us`` more CPU per
+update (an assumption: the seed reports "much worse" without a figure).
+
+The defaults are round illustrative values; Randal's calibrated setup is
+:data:`models.analysis.version_store.SETUP`.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from models.engine import LatchSpec, Workload
+from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.program import DISTRIBUTIONS, EX, FIXED, Program
+
+CHUNK_BYTES = 8_000        # Randal: a version is appended in chunks of at most 8,000 bytes
+PAGE_RECORD_BYTES = 8_096  # an 8,192-byte page less its 96-byte header
+BLOCK = 32                 # most updates a block writes out one by one (longer blocks loop a plain update)
+FOREVER = 2**62
+MAX_UPDATES = 5_000_000    # bound on the updates a window may hold (the run's event budget)
+
+PARAMS = (
+    Param("connections", "int", 10, "", 1, 1024, help="connections updating in a loop"),
+    Param("versioning", "choice", "on", choices=("off", "on"),
+          help="read committed snapshot or snapshot isolation: each update appends a version"),
+    Param("row_bytes", "int", 420, "bytes", 1, 64_000, help="size of the row version copied into the version store"),
+    Param("cpu_per_update_us", "float", 100.0, "us", 1.0, 100_000.0,
+          help="CPU of one update outside the insert-point latch"),
+    Param("cpu_dist", "choice", "exponential", choices=("fixed", "exponential"),
+          help="CPU outside the latch exactly its mean, or exponential with that mean"),
+    Param("hold_us", "float", 7.0, "us", 0.01, 10_000.0, help="time one append holds the insert-point latch"),
+    Param("new_page_us", "float", 20.0, "us", 0.0, 100_000.0,
+          help="extra hold for the append that starts a new version-store page"),
+    Param("new_unit_every", "int", 3_600_000, "updates", 100, 10**12,
+          help="updates between two new append-only allocation units"),
+    Param("new_unit_us", "float", 500.0, "us", 0.0, 1_000_000.0,
+          help="extra hold for the append that starts a new allocation unit"),
+    Param("adr", "choice", "off", choices=("off", "on"),
+          help="accelerated database recovery: versions in the user database, no insert-point latch"),
+    Param("adr_cpu_us", "float", 100.0, "us", 0.0, 100_000.0, help="extra CPU per update with ADR on"),
+    Param("read_fraction", "float", 0.0, "", 0.0, 0.99, help="share of statements that only read"),
+    Param("cpu_per_read_us", "float", 50.0, "us", 0.0, 100_000.0, help="CPU of one read statement"),
+    Param("window_ms", "float", 500.0, "ms", 1.0, 100_000.0, help="simulated time over which updates are counted"),
+) + common_params(schedulers=12)
+
+
+def latched(v: dict[str, Any]) -> bool:
+    """True when updates take the insert-point latch: versioning on and ADR off."""
+    return v["versioning"] == "on" and v["adr"] == "off"
+
+
+def chunks(row_bytes: int) -> int:
+    """Appends per version: one per 8,000-byte chunk."""
+    return max(1, math.ceil(row_bytes / CHUNK_BYTES))
+
+
+def outside_us(v: dict[str, Any]) -> float:
+    """Mean CPU between two updates outside the latch: the update, its share of reads, ADR's extra cost."""
+    reads_per_update = v["read_fraction"] / (1.0 - v["read_fraction"])
+    return (v["cpu_per_update_us"] + reads_per_update * v["cpu_per_read_us"]
+            + (v["adr_cpu_us"] if v["adr"] == "on" else 0.0))
+
+
+def page_rate(row_bytes: int) -> Fraction:
+    """New pages per update, bytes / 8,096 as a fraction a/b with a block of b updates a short program can hold.
+
+    At least one page in BLOCK updates: the closest fraction with b <= BLOCK (off by under 1/(b BLOCK)).
+    Fewer: one page in round(8,096 / bytes) updates (off by under half an update per page).
+    """
+    exact = Fraction(row_bytes, PAGE_RECORD_BYTES)
+    if exact >= Fraction(1, BLOCK):
+        return exact.limit_denominator(BLOCK)
+    return Fraction(1, round(PAGE_RECORD_BYTES / row_bytes))
+
+
+def _allocations(rate: Fraction, phase: float, updates: int) -> list[int]:
+    """New pages started by each of ``updates`` consecutive updates at ``rate`` pages per update."""
+    return [math.floor((i + 1) * rate + phase) - math.floor(i * rate + phase) for i in range(updates)]
+
+
+def _update(prog: Program, v: dict[str, Any], pages: int, new_unit: bool) -> int:
+    """One update: CPU outside the latch, a yield point, one latched append per chunk; returns its address."""
+    start = prog.cpu(outside_us(v), DISTRIBUTIONS[v["cpu_dist"]])
+    prog.yield_point()
+    if latched(v):
+        n = chunks(v["row_bytes"])
+        for k in range(n):
+            hold = v["hold_us"] + (pages // n + (1 if k < pages % n else 0)) * v["new_page_us"]
+            if new_unit and k == 0:
+                hold += v["new_unit_us"]
+            prog.acquire(0, EX)
+            prog.cpu(hold, FIXED)
+            prog.release(0, EX)
+    prog.unit()
+    return start
+
+
+def _block(prog: Program, v: dict[str, Any], rate: Fraction, phase: float) -> int:
+    """One block of ``rate.denominator`` updates with ``rate.numerator`` page allocations; returns its address.
+
+    A block of up to BLOCK updates is written out; a longer one (one page in many updates) is
+    a loop over a plain update (slot 0) and the update that allocates, at the connection's phase.
+    """
+    start = prog.start()
+    size = rate.denominator
+    if size <= BLOCK:
+        for pages in _allocations(rate, phase, size):
+            _update(prog, v, pages, False)
+        return start
+    before = min(size - 1, int(phase * size))  # plain updates ahead of the allocating one
+    if before:
+        prog.loop(_update(prog, v, 0, False), before, slot=0)
+    _update(prog, v, 1, False)
+    if size - 1 - before:
+        prog.loop(_update(prog, v, 0, False), size - 1 - before, slot=0)
+    return start
+
+
+def _connection(prog: Program, v: dict[str, Any], w: int) -> int:
+    """A connection's program: blocks of updates for ever (slot 1), a new allocation unit every ``unit_blocks`` blocks (slot 2).
+
+    Connection ``w`` starts its pages at phase w / connections of a page and its first new unit
+    after (w + 1) / connections of the interval, so the instance as a whole allocates evenly.
+    """
+    rate = page_rate(v["row_bytes"]) if latched(v) else Fraction(0)
+    phase = w / v["connections"]
+    start = prog.start()
+    if not latched(v):
+        prog.loop(_update(prog, v, 0, False), FOREVER, slot=1)
+        return start
+    blocks = unit_blocks(v)
+    first = max(1, round((w + 1) / v["connections"] * blocks))
+    prog.loop(_block(prog, v, rate, phase), first, slot=1)
+    _update(prog, v, 0, True)
+    segment = _block(prog, v, rate, phase)
+    prog.loop(segment, blocks, slot=1)
+    _update(prog, v, 0, True)
+    prog.loop(segment, FOREVER, slot=2)
+    return start
+
+
+def unit_blocks(v: dict[str, Any]) -> int:
+    """Blocks of updates between two new allocation units (``new_unit_every`` rounded to whole blocks)."""
+    return max(1, round(v["new_unit_every"] / page_rate(v["row_bytes"]).denominator))
+
+
+def expected_updates(v: dict[str, Any]) -> int:
+    """An upper bound on the updates the window can hold: every busy scheduler doing nothing else."""
+    busy = min(v["connections"], v["schedulers"])
+    return math.ceil(v["window_ms"] * 1000.0 * busy / outside_us(v)) + v["connections"]
+
+
+def build(v: dict[str, Any]) -> Workload:
+    """One looping program per connection, connections bound to schedulers round-robin."""
+    prog = Program()
+    n = v["connections"]
+    starts = [_connection(prog, v, w) for w in range(n)]
+    updates = expected_updates(v)
+    rate = page_rate(v["row_bytes"])
+    return Workload(
+        program=prog, worker_start=starts, worker_scheduler=[w % v["schedulers"] for w in range(n)],
+        worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["connection"] * n,
+        latches=[LatchSpec("APPEND_ONLY_STORAGE_INSERT_POINT", "LATCH", **latch_knobs(v))],
+        schedulers=v["schedulers"], quantum_us=v["quantum_ms"] * 1000.0,
+        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
+        expected_acquires=updates * (chunks(v["row_bytes"]) if latched(v) else 1),  # sizes the event budget
+        window_us=v["window_ms"] * 1000.0, count_units=True,
+        extra={"appends_per_update": chunks(v["row_bytes"]) if latched(v) else 0,
+               "pages_per_update": float(rate) if latched(v) else 0.0,
+               "exact_pages_per_update": v["row_bytes"] / PAGE_RECORD_BYTES if latched(v) else 0.0,
+               "updates_per_new_unit": unit_blocks(v) * rate.denominator + 1 if latched(v) else 0,
+               "cpu_outside_us": outside_us(v)},
+    )
+
+
+def check(v: dict[str, Any]) -> None:
+    """The window must hold a bounded number of updates."""
+    updates = expected_updates(v)
+    if updates * chunks(v["row_bytes"]) > MAX_UPDATES:
+        raise ParameterError(
+            f"window_ms={v['window_ms']:g} could hold up to {updates:,} updates "
+            f"({chunks(v['row_bytes'])} append{'s' if chunks(v['row_bytes']) > 1 else ''} each) at "
+            f"cpu_per_update_us={v['cpu_per_update_us']:g} on "
+            f"{min(v['connections'], v['schedulers'])} busy schedulers: use at most {MAX_UPDATES:,} appends "
+            "(a shorter window or more CPU per update)")
+
+
+SCENARIO = Scenario("version-store", __doc__.strip().splitlines()[0], PARAMS, build, check)

@@ -1,0 +1,215 @@
+"""The version-store scenario against closed forms, and the chapter's claims at Randal's calibrated setup."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from fractions import Fraction
+
+import pytest
+
+import models
+from models import ParameterError
+from models.analysis import version_store as vs
+from models.calibration import HANDOFF_US
+from models.scenarios import version_store as sc
+
+EXACT = dict(cpu_dist="fixed", wakeup_us=0.0, context_switch_us=0.0)
+
+
+def block_time_us(c: float, hold: float, row_bytes: int, new_page_us: float) -> tuple[int, float]:
+    """Updates in one repeating block and the time one connection alone takes for it (fixed CPU)."""
+    rate = sc.page_rate(row_bytes)
+    n = rate.denominator
+    return n, n * (c + hold * sc.chunks(row_bytes)) + rate.numerator * new_page_us
+
+
+def test_without_versioning_each_connection_runs_at_one_update_per_cpu_time():
+    """No latch: n connections on n schedulers give n / c; more connections than schedulers give S / c."""
+    res = models.run("version-store", versioning="off", connections=6, schedulers=8, cpu_per_update_us=125.0,
+                     window_ms=1000.0, **EXACT)
+    assert res.throughput_per_s == pytest.approx(6 / 125e-6, rel=2e-3)
+    assert res.latch_stats.loc[0, "acquires"] == 0
+    crowded = models.run("version-store", versioning="off", connections=12, schedulers=8,
+                         cpu_per_update_us=125.0, window_ms=1000.0, **EXACT)
+    assert crowded.throughput_per_s == pytest.approx(8 / 125e-6, rel=2e-3)
+    yields = crowded.wait_stats.set_index("wait_type").loc["SOS_SCHEDULER_YIELD", "waiting_tasks_count"]
+    assert yields > 0  # schedulers with two connections switch between them every quantum
+
+
+def test_one_connection_pays_cpu_hold_and_its_share_of_page_allocations():
+    """Alone, a connection never waits: a block of n updates takes n (c + hold) + (pages) x new_page_us."""
+    for row_bytes in (20, 100, 434, 3000, 8000):
+        n, t = block_time_us(125.0, 5.0, row_bytes, 20.0)
+        res = models.run("version-store", connections=1, schedulers=1, cpu_per_update_us=125.0, hold_us=5.0,
+                         new_page_us=20.0, row_bytes=row_bytes, window_ms=2000.0, **EXACT)
+        assert res.throughput_per_s == pytest.approx(n / (t * 1e-6), rel=2e-3), row_bytes
+        assert res.latch_stats.loc[0, "waiting_requests_count"] == 0
+
+
+def test_page_allocations_follow_the_version_size():
+    for row_bytes in (434, 1000, 4000, 8000, 8096, 20_000):
+        rate = sc.page_rate(row_bytes)
+        assert rate.denominator <= sc.BLOCK
+        assert abs(float(rate) - row_bytes / 8096) <= 1 / (rate.denominator * sc.BLOCK)
+        for phase in (0.0, 0.3, 0.99):
+            pattern = sc._allocations(rate, phase, rate.denominator)
+            assert sum(pattern) == rate.numerator  # every block allocates exactly its share of pages
+    for row_bytes in (1, 20, 100, 250):  # fewer than one page in BLOCK updates: one page in k updates
+        rate = sc.page_rate(row_bytes)
+        assert rate.numerator == 1 and abs(rate.denominator - 8096 / row_bytes) <= 0.5
+    assert sc.page_rate(8096) == Fraction(1)
+
+
+def test_each_8000_byte_chunk_is_an_append():
+    for row_bytes, appends in ((8000, 1), (8001, 2), (16_000, 2), (16_001, 3)):
+        res = models.run("version-store", row_bytes=row_bytes, window_ms=50.0)
+        assert res.extra["appends_per_update"] == appends
+        done = res.extra["units"]
+        assert done * appends <= res.latch_stats.loc[0, "acquires"] <= (done + 10) * appends
+
+
+def test_a_new_allocation_unit_holds_the_latch_longer():
+    """One connection, a new unit every ``blocks`` blocks: the cycle adds one update with the unit's hold."""
+    c, hold, page, unit = 125.0, 5.0, 20.0, 2000.0
+    n, t = block_time_us(c, hold, 434, page)
+    params = dict(connections=1, schedulers=1, cpu_per_update_us=c, hold_us=hold, new_page_us=page,
+                  new_unit_us=unit, new_unit_every=10 * n, row_bytes=434, window_ms=3000.0, **EXACT)
+    blocks = sc.unit_blocks(models.params.resolve(models.scenarios()["version-store"], params))
+    assert blocks == 10
+    cycle_updates = blocks * n + 1
+    cycle_us = blocks * t + c + hold + unit
+    res = models.run("version-store", **params)
+    assert res.throughput_per_s == pytest.approx(cycle_updates / (cycle_us * 1e-6), rel=5e-3)
+    assert res.extra["updates_per_new_unit"] == cycle_updates
+
+
+def test_the_latch_caps_throughput_at_one_append_per_hold_plus_hand_off():
+    """Saturated: with no hand-off the latch passes 1 / hold appends a second; with the book's, 1 / (hold + hand-off)."""
+    hold = 5.0
+    free = models.run("version-store", connections=12, schedulers=12, cpu_per_update_us=20.0, hold_us=hold,
+                      new_page_us=0.0, row_bytes=100, window_ms=300.0, **EXACT)
+    assert free.throughput_per_s <= 1e6 / hold * 1.001
+    assert free.throughput_per_s >= 1e6 / hold * 0.97
+    busy = models.run("version-store", connections=12, schedulers=12, cpu_per_update_us=20.0, hold_us=hold,
+                      new_page_us=0.0, row_bytes=100, window_ms=300.0, seed=3)
+    latch = busy.latch_stats.iloc[0]
+    assert latch["waiting_requests_count"] / latch["acquires"] > 0.99
+    assert busy.throughput_per_s == pytest.approx(1e6 / (hold + HANDOFF_US), rel=0.02)
+
+
+def test_adr_takes_no_insert_point_latch_and_costs_cpu():
+    res = models.run("version-store", adr="on", connections=4, schedulers=8, cpu_per_update_us=100.0,
+                     adr_cpu_us=50.0, window_ms=500.0, **EXACT)
+    assert res.latch_stats.loc[0, "acquires"] == 0
+    assert res.throughput_per_s == pytest.approx(4 / 150e-6, rel=2e-3)
+
+
+def test_reads_add_their_share_of_cpu_between_updates():
+    res = models.run("version-store", versioning="off", connections=1, schedulers=1, cpu_per_update_us=100.0,
+                     read_fraction=0.75, cpu_per_read_us=40.0, window_ms=1000.0, **EXACT)
+    assert res.extra["cpu_outside_us"] == pytest.approx(100.0 + 3 * 40.0)
+    assert res.throughput_per_s == pytest.approx(1e6 / 220.0, rel=2e-3)
+
+
+def test_a_window_run_is_complete_and_a_shorter_bound_truncates_it():
+    res = models.run("version-store", window_ms=40.0)
+    assert not res.truncated and res.elapsed_ms == pytest.approx(40.0, rel=0.01)
+    with pytest.warns(UserWarning, match="max_sim_ms=10"):
+        cut = models.run("version-store", window_ms=40.0, max_sim_ms=10)
+    assert cut.truncated
+    seen = []
+    models.run("version-store", window_ms=40.0, progress=seen.append)
+    assert seen[-1] == 1.0
+
+
+def test_a_window_too_long_for_the_event_budget_is_refused():
+    with pytest.raises(ParameterError, match=r"window_ms=100000 .* use at most 5,000,000"):
+        models.run("version-store", window_ms=100_000.0, cpu_per_update_us=1.0)
+    with pytest.raises(ParameterError, match="new_unit_every=5"):
+        models.run("version-store", new_unit_every=5)
+
+
+def test_same_parameters_same_numbers():
+    a, b = vs.run(window_ms=50.0), vs.run(window_ms=50.0)
+    assert a.to_json() == b.to_json()
+    assert vs.run(window_ms=50.0, seed=2).throughput_per_s != a.throughput_per_s
+
+
+# ---------------------------------------------------------------- the calibrated setup and the chapter's claims
+
+
+def test_cpu_per_update_is_derived_from_80000_updates_on_ten_connections():
+    assert vs.CPU_PER_UPDATE_US == pytest.approx(125.0)
+    assert vs.mean_throughput(versioning="off") == pytest.approx(vs.RANDAL["off_per_s"], rel=0.005)
+
+
+def test_the_stored_hold_is_the_fit_to_60000():
+    assert vs.fit_hold() == pytest.approx(vs.SETUP["hold_us"], abs=0.02)
+    assert vs.mean_throughput() == pytest.approx(vs.RANDAL["on_per_s"], rel=0.01)
+
+
+def test_fewer_schedulers_than_connections_cannot_reach_60000():
+    """Why the setup takes at least 10 schedulers: on 8, the fair latch stays far below 60,000 however short the hold."""
+    assert vs.mean_throughput(schedulers=8, hold_us=0.5, seeds=(1, 2)) < 0.6 * vs.RANDAL["on_per_s"]
+    twelve, sixteen = vs.run(), vs.run(schedulers=16)
+    assert twelve.throughput_per_s == sixteen.throughput_per_s  # each connection alone on a scheduler either way
+
+
+def test_the_loss_grows_with_connections_and_with_the_update_rate():
+    by_conn = vs.compare("connections", [2, 4, 8, 10, 12], seeds=(1, 2))
+    assert by_conn["loss_pct"].is_monotonic_increasing
+    assert by_conn["loss_pct"].iloc[0] < 10 < 20 < by_conn.set_index("connections").loc[10, "loss_pct"]
+    by_rate = vs.compare("cpu_per_update_us", [400, 200, 125, 75], seeds=(1, 2))
+    assert by_rate["loss_pct"].is_monotonic_increasing  # less CPU per update: a higher update rate
+
+
+def test_the_loss_grows_with_the_version_size_in_steps_at_8000_bytes():
+    table = vs.compare("row_bytes", [434, 4000, 8000, 8001], seeds=(1, 2)).set_index("row_bytes")
+    assert table["loss_pct"].is_monotonic_increasing
+    assert table.loc[8001, "loss_pct"] > table.loc[8000, "loss_pct"] + 5  # a second append per update
+
+
+def test_a_mixed_workload_loses_less_and_reaches_the_guidance():
+    mixed = vs.compare("read_fraction", [0.0, 0.25, 0.5], seeds=(1, 2)).set_index("read_fraction")
+    assert mixed.loc[0.0, "loss_pct"] == pytest.approx(25, abs=1.5)
+    assert 10 <= mixed.loc[0.25, "loss_pct"] <= 15
+    assert mixed.loc[0.5, "loss_pct"] < mixed.loc[0.25, "loss_pct"]
+
+
+def test_latch_ex_is_every_wait_the_model_makes_at_randals_setup():
+    res = vs.run()
+    s = vs.summary(res)
+    # the latch is busy holding or handing over for most of the window, and the fair ceiling is close
+    assert 75 < s["latch_busy_pct"] < 95
+    assert res.throughput_per_s < vs.ceiling_per_s() < 1.1 * vs.mean_throughput(connections=12, seeds=(1,))
+    shares = vs.wait_shares(res)
+    assert shares["LATCH_EX"] == pytest.approx(1.0)
+    assert math.isclose(shares["SOS_SCHEDULER_YIELD"], 0.0, abs_tol=1e-12)
+
+
+def test_adr_is_slower_than_the_version_store_at_the_assumed_cost():
+    table = vs.adr_table(seeds=(1,)).set_index("setting")["updates_per_s"]
+    assert table["RCSI with ADR"] < table["RCSI (tempdb version store)"] < table["no versioning"]
+
+
+def test_comparison_table_marks_what_was_fitted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        off, on = vs.run(versioning="off"), vs.run()
+    mixed = vs.compare("read_fraction", [0.0, 0.25], seeds=(1,))
+    table = vs.comparison_table(off, on, mixed).set_index("quantity")
+    assert table.loc["updates/s, versioning off", "fitted or predicted"] == "fitted"
+    assert table.loc["LATCH_EX share of all waits", "fitted or predicted"] == "outside the model"
+    assert table.loc["loss for a mixed workload", "fitted or predicted"] == "illustration"
+    assert table.loc["loss for a mixed workload", "model"].startswith("25%")
+
+
+def test_programs_have_three_loop_slots():
+    from models.program import Program
+
+    prog = Program()
+    body = prog.cpu(1.0)
+    prog.loop(body, 2, slot=2)
+    with pytest.raises(ValueError, match="slot=3 is not a loop slot: use 0 to 2"):
+        prog.loop(body, 2, slot=3)
