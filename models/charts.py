@@ -760,3 +760,31 @@ def time_split(df: pd.DataFrame, y: str, x: str = "seconds", state: str = "state
     if row is not None:
         chart = chart.facet(row=alt.Row(f"{row}:N", title=None, sort=list(dict.fromkeys(df[row]))))
     return chart.properties(title=_title(title, caption))
+
+
+def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: str, time_bins: int = 24,
+                   position_bins: int = 24, width: int = 170, height: int = 170) -> alt.FacetChart:
+    """Inserts per leaf page over time, one small heat map per run (a key strategy).
+
+    Each frame is a run's ``extra["inserts"]`` (``time_ms``, ``leaf_position``: where the page ends up
+    in key order, 0 the first leaf and 1 the last); it is binned here so the chart carries a few
+    hundred cells, not one mark per insert.
+    """
+    cells = []
+    for name, df in frames.items():
+        end = float(df["time_ms"].max()) or 1.0
+        t = np.minimum((df["time_ms"] / end * time_bins).astype(int), time_bins - 1)
+        p = np.minimum((df["leaf_position"] * position_bins).astype(int), position_bins - 1)
+        counts = pd.DataFrame({"t": t, "p": p}).value_counts().rename("inserts").reset_index()
+        cells.append(counts.assign(
+            run=name, time_lo=100.0 * counts["t"] / time_bins, time_hi=100.0 * (counts["t"] + 1) / time_bins,
+            pos_lo=100.0 * counts["p"] / position_bins, pos_hi=100.0 * (counts["p"] + 1) / position_bins))
+    data = pd.concat(cells, ignore_index=True)
+    chart = alt.Chart(_records(data)).mark_rect().encode(
+        x=alt.X("time_lo:Q", title="time (% of the run)", scale=alt.Scale(domain=[0, 100])), x2="time_hi:Q",
+        y=alt.Y("pos_lo:Q", title="leaf page in key order (%)", scale=alt.Scale(domain=[0, 100])), y2="pos_hi:Q",
+        color=alt.Color("inserts:Q", title="inserts", scale=alt.Scale(type="log", scheme="blues")),
+        tooltip=[alt.Tooltip("run:N", title="key"), alt.Tooltip("inserts:Q")],
+    ).properties(width=width, height=height)
+    return chart.facet(column=alt.Column("run:N", title=None, sort=list(frames))).properties(
+        title=_title(title, caption))

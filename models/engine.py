@@ -70,26 +70,31 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from models import btree as bx
 from models import latch as lt
 from models import scheduler as sch
-from models.program import ACQUIRE, CPU, END, FIXED, LOOP, RELEASE, YIELD
+from models.program import (
+    ACQUIRE, BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, BRANCH, CPU, END,
+    FIND, FIND_LEAF, FIND_ROOT, INSERT, LOOP, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE,
+    ROW, SCALED, SLEEP, SPLIT, UNIT, YIELD,
+)
 from models.rng import draw
 from models.state import (
     ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ,
-    AL_SUSPENDED, AL_WORKER, BACKOFF, DONE, EV_BACKOFF_DONE, EV_CPU_DONE,
-    EV_DISPATCHED, EV_SEQ_SHIFT, EV_SPIN_DONE, EV_WAKE, EV_WORKER_BITS, FAIR,
+    AL_SUSPENDED, AL_WORKER, BACKOFF, BT_OVERFLOW, BT_PAGE_LATCH0, DONE, EV_BACKOFF_DONE, EV_CPU_DONE,
+    EV_DISPATCHED, EV_SEQ_SHIFT, EV_SLEEP_DONE, EV_SPIN_DONE, EV_WAKE, EV_WORKER_BITS, FAIR,
     FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_LOGN,
     G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
     G_TRACEN, G_UNITS, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
     GF_FRONT_T, GF_LOG_AHEAD, GF_WAKEUP, GF_YIELD_MAX, GF_YIELD_WAIT, L_ACQ, L_BACKOFFS, L_COLL,
     L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_SPINNERS, L_SPINS,
     L_SPINS_PER_ROUND, LF_BACKOFF_US, LF_CONTCOST, LF_LATSUM, LF_SPIN_US,
-    LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW, NEW, RUNNABLE,
+    LW_COUNT, LW_MAX, LW_SIG, LW_TIME, MAX_BOOSTS_IN_A_ROW, NEW, PG_PARENT, RUNNABLE,
     RUNNING, S_BOOSTRUN, S_CUR, S_HEAD, S_LOAD, S_QLEN, S_SWITCHES, SF_BUSY,
-    SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
-    STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BOOSTED, W_DAEMON, W_FLAG,
-    W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PC, W_QSEQ, W_SCHED, W_STATE, W_WAITED,
-    WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SPIN,
+    SLEEPING, SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
+    STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BATCH, W_BOOSTED, W_DAEMON, W_FLAG,
+    W_KEY, W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PAGE, W_PC, W_QSEQ, W_REG0, W_SCALE, W_SCHED, W_STATE,
+    W_WAITED, WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN,
     WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, tables,
 )
 
@@ -470,6 +475,81 @@ def end_worker(mem, w, now):
     give_up_scheduler(mem, w, now)
 
 
+@njit(**_JIT)
+def sleep_worker(mem, w, dur, now):
+    """``w`` leaves its scheduler for ``dur`` us (outside SQL Server: no wait type counts it)."""
+    t = tables(mem)
+    t.wf[w, WF_SLEPT] += dur
+    t.wf[w, WF_BURSTEND] = now + dur
+    set_state(mem, w, SLEEPING, now)
+    give_up_scheduler(mem, w, now)
+    push_event(mem, now + dur, EV_SLEEP_DONE, w, now)
+
+
+@njit(**_JIT)
+def on_sleep_done(mem, w, now):
+    """A sleep is over: ``w`` joins the tail of its scheduler's runnable queue, as a new request would."""
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, tables(mem).wi[w, W_SCHED], now)
+
+
+@njit(**_JIT)
+def index_step(mem, w, pc, now):
+    """Run one index instruction (ROW, FIND, BRANCH, INSERT, SPLIT) for ``w``; return the next address.
+
+    These only read and change the index (:mod:`models.btree`) and the
+    worker's registers; the latches they name are taken by ACQUIREs.
+    """
+    t = tables(mem)
+    wi, bt, pages, leaves = t.wi, t.bt, t.pages, t.leaves
+    op, a, b = t.prog_i[pc, 0], t.prog_i[pc, 1], t.prog_i[pc, 2]
+    key = wi[w, W_KEY]
+    if op == ROW:
+        wi[w, W_KEY] = bx.next_key(bt, t.rng)
+        if b == 1:
+            wi[w, W_BATCH] = t.prog_i[pc, 3]
+    elif op == FIND:
+        if b == FIND_ROOT:
+            tree = bx.tree_of(key)
+            wi[w, W_REG0 + R_ROOT] = bx.root_latch(bt, tree)
+            wi[w, W_REG0 + R_GATE] = bx.gate_latch(bt, tree, wi[w, W_SCHED])
+        else:
+            leaf = bx.leaf_of(bt, pages, leaves, key)
+            if b == FIND_LEAF:
+                wi[w, W_PAGE] = leaf
+                wi[w, W_REG0 + R_LEAF] = bx.page_latch(bt, leaf)
+            else:
+                wi[w, W_REG0 + R_PARENT] = bx.page_latch(bt, pages[leaf, PG_PARENT])
+    elif op == BRANCH:
+        page = wi[w, W_PAGE]
+        if b == BR_ALWAYS:
+            jump = True
+        elif b == BR_FULL:
+            jump = bx.full(bt, pages, page)
+        elif b == BR_NOT_FULL:
+            jump = not bx.full(bt, pages, page)
+        elif b == BR_PARENT_FULL:
+            jump = bx.full(bt, pages, wi[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
+        elif b == BR_OUTSIDE:
+            jump = bx.outside(bt, pages, leaves, page, key)
+        else:  # BR_MORE_ROWS
+            jump = wi[w, W_BATCH] > 0
+        if jump:
+            return a
+    elif op == INSERT:
+        bx.insert(bt, pages, t.keys, t.heat, wi[w, W_PAGE], key, now)
+        wi[w, W_BATCH] -= 1
+    else:  # SPLIT
+        target, fresh, moved = bx.split(bt, pages, leaves, t.keys, wi[w, W_PAGE], key)
+        if bt[BT_OVERFLOW] == 1:  # the page table is full: end the run (simulate() reports it)
+            t.gi[G_MAIN_LEFT] = 0
+            t.gf[GF_END] = now
+        wi[w, W_PAGE] = target
+        wi[w, W_REG0 + R_NEW] = bx.page_latch(bt, fresh)
+        wi[w, W_SCALE] = moved
+    return pc + 1
+
+
 @njit(**_INLINE)
 def execute(mem, w, now):
     """Run worker ``w``'s program from its program counter until it must wait for time.
@@ -487,7 +567,10 @@ def execute(mem, w, now):
         a = prog_i[pc, 1]
         b = prog_i[pc, 2]
         if op == CPU:
-            dur = draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc])
+            if a == SCALED:
+                dur = prog_x[pc] * wi[w, W_SCALE]
+            else:
+                dur = draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc])
             if b >= 0:
                 dur += lf[b, LF_CONTCOST] * (li[b, L_QLEN] + li[b, L_SPINNERS])
             wi[w, W_PC] = pc + 1
@@ -497,6 +580,11 @@ def execute(mem, w, now):
             push_event(mem, now + dur, EV_CPU_DONE, w, now)
             return
         elif op == ACQUIRE:
+            if a < 0:  # a register: the latch the index walk put there, or none
+                a = wi[w, W_REG0 - 1 - a]
+                if a < 0:
+                    pc += 1
+                    continue
             if wi[w, W_LATCH] != a:  # a fresh request, not a retry after a signal
                 wi[w, W_LATCH] = a
                 wi[w, W_MODE] = b
@@ -515,16 +603,21 @@ def execute(mem, w, now):
                 wait_for_latch(mem, w, a, fair, now)
                 return
         elif op == RELEASE:
-            release(mem, w, a, b, now)
+            if a < 0:
+                a = wi[w, W_REG0 - 1 - a]
+            if a >= 0:
+                release(mem, w, a, b, now)
             pc += 1
         elif op == YIELD:
             pc += 1
-            if now - wf[w, WF_QSTART] >= t.gf[GF_QUANTUM]:
+            used = now - wf[w, WF_QSTART]
+            if used >= t.gf[GF_QUANTUM] - prog_x[pc - 1]:  # x: yield this much before the quantum ends
                 if si[s, S_HEAD] >= 0:
                     wi[w, W_PC] = pc
                     yield_scheduler(mem, w, now)
                     return
-                wf[w, WF_QSTART] = now
+                if used >= t.gf[GF_QUANTUM]:
+                    wf[w, WF_QSTART] = now
         elif op == LOOP:
             slot = W_LOOP0 + b
             count = wi[w, slot] + 1
@@ -538,9 +631,15 @@ def execute(mem, w, now):
             wi[w, W_PC] = pc
             end_worker(mem, w, now)
             return
-        else:  # UNIT
+        elif op == UNIT:
             t.gi[G_UNITS] += 1
             pc += 1
+        elif op == SLEEP:
+            wi[w, W_PC] = pc + 1
+            sleep_worker(mem, w, draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc]), now)
+            return
+        else:  # the index instructions
+            pc = index_step(mem, w, pc, now)
 
 
 # ---------------------------------------------------------------- event handlers
@@ -634,6 +733,8 @@ def finish(mem, end):
         if (state == RUNNING or state == SPINNING) and over > 0.0:
             wf[w, WF_CPU] -= over
             t.sf[wi[w, W_SCHED], SF_BUSY] -= over
+        elif state == SLEEPING and over > 0.0:
+            wf[w, WF_SLEPT] -= over
         wf[w, WF_BURSTEND] = end
         set_state(mem, w, DONE, end)
 
@@ -703,8 +804,11 @@ def run_events(mem, max_events, chunk_end):
         elif kind == EV_BACKOFF_DONE:
             spin_round(mem, w, now)
             go = False
-        else:  # EV_WAKE
+        elif kind == EV_WAKE:
             wake(mem, w, now)
+            go = False
+        else:  # EV_SLEEP_DONE
+            on_sleep_done(mem, w, now)
             go = False
         if go:
             execute(mem, w, now)
@@ -729,13 +833,17 @@ from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
-from models.program import Program  # noqa: E402
+from models.program import EXPONENTIAL, Program  # noqa: E402
 from models.rng import exponential, seed_state, start_ahead  # noqa: E402
 
 
 @dataclass
 class LatchSpec:
-    """One latch: its class name for the DMVs, wait-type prefix, policy and spin knobs."""
+    """One latch: its class name for the DMVs, wait-type prefix, policy and spin knobs.
+
+    A spec with ``wait_type`` set is a gate that SQLOS reports under a wait
+    type of its own (BTREE_INSERT_FLOW_CONTROL), not in sys.dm_os_latch_stats.
+    """
 
     latch_class: str
     wait_prefix: str = "LATCH"
@@ -745,6 +853,31 @@ class LatchSpec:
     max_backoffs: int = 4
     backoff_us: float = 5.0
     contender_cost_us: float = 0.0
+    wait_type: str = ""       # a wait type of its own instead of prefix_MODE (not then a latch class in the DMV)
+    shown_modes: tuple[str, ...] = ("EX",)  # wait rows shown even with no waits
+
+
+@dataclass
+class IndexSpec:
+    """The clustered index a hot-page workload inserts into (:mod:`models.btree`).
+
+    ``pages`` bounds the pages the run may allocate (leaf and non-leaf);
+    ``heat_rows`` is how many inserts are logged (time, page) for a heat map.
+    Latch ``page_latch0 + p`` guards page ``p``, ``root_latch0 + t`` tree
+    ``t``'s root, and ``gate_latch0 + t * schedulers + s`` the flow-control
+    gate of tree ``t`` on scheduler ``s`` (-1: no gates).
+    """
+
+    strategy: str
+    capacity: int
+    fanout: int
+    buckets: int
+    trees: int
+    pages: int
+    heat_rows: int
+    page_latch0: int
+    root_latch0: int
+    gate_latch0: int = -1
 
 
 @dataclass
@@ -780,6 +913,8 @@ class Workload:
     poisson_gap_us: float = 0.0
     window_us: float = 0.0
     count_units: bool = False
+    index: IndexSpec | None = None
+    collect: Callable[[st.State], dict] | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -816,11 +951,19 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         raise ValueError(f"{n_workers:,} workers: the engine runs at most {st.MAX_WORKERS:,} per run")
     samples = min(max(workload.expected_acquires, 1), 5_000_000)
     prog_i, prog_x = workload.program.arrays()
+    index = workload.index
     s = st.allocate(n_workers, workload.schedulers, len(workload.latches), prog_i.shape[0], trace_events,
-                    record_acquires, samples)
-    fixed_cpu = (prog_i[:, 0] == CPU) & (prog_i[:, 1] == FIXED)  # exponential ones keep their exact mean
+                    record_acquires, samples, index.pages if index else 0, index.heat_rows if index else 0,
+                    index.capacity if index else 0)
+    # Fixed durations go on the tick once; exponential ones keep their exact mean.
+    timed = (prog_i[:, 0] == CPU) | (prog_i[:, 0] == SLEEP)
+    on_tick_x = (timed & (prog_i[:, 1] != EXPONENTIAL)) | (prog_i[:, 0] == YIELD)
     s.prog_i[:] = prog_i
-    s.prog_x[:] = np.where(fixed_cpu, to_ticks(prog_x), prog_x)
+    s.prog_x[:] = np.where(on_tick_x, to_ticks(prog_x), prog_x)
+    if index is not None:
+        bx.initialise(s.bt, s.pages, s.leaves, bx.STRATEGIES[index.strategy], index.capacity, index.fanout,
+                      index.buckets, index.trees, index.page_latch0, index.root_latch0, index.gate_latch0,
+                      workload.schedulers)
     s.wi[:, st.W_PC] = workload.worker_start
     s.wi[:, st.W_SCHED] = workload.worker_scheduler
     s.wi[:, st.W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
@@ -856,4 +999,7 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
                     else s.li[:, st.L_ACQ].sum() / expected)
             progress(min(1.0, done) if status == st.STATUS_CHUNK else 1.0)
         if status != st.STATUS_CHUNK:
+            if index is not None and s.bt[st.BT_OVERFLOW]:
+                raise RuntimeError(f"the index outgrew its table of {index.pages:,} pages: the scenario's "
+                                   "page bound is too small for this run")
             return RawRun(workload, s, int(status), max_events, max_sim_ms)

@@ -14,27 +14,44 @@ opcode         meaning (operands)
                burst (-1: none); ``c`` unused.  Non-preemptive.
 ``ACQUIRE``    acquire latch ``a`` in mode ``b`` (KP, SH, UP, EX, DT).
 ``RELEASE``    release latch ``a`` held in mode ``b``.
-``YIELD``      a yield point: if the quantum is used up and another worker
-               is runnable on this scheduler, go to the tail of the runnable
-               queue (SOS_SCHEDULER_YIELD).
+``YIELD``      a yield point: if the quantum is used up (or has less than
+               ``x`` us left) and another worker is runnable on this
+               scheduler, go to the tail of the runnable queue
+               (SOS_SCHEDULER_YIELD).
 ``LOOP``       loop slot ``b`` (0, 1 or 2): run the body starting at ``a``
                ``c`` times in all, then fall through.
 ``UNIT``       one unit of the workload's work is done (an update, a row):
                counted for the throughput of a run measured over a window.
 ``END``        the worker is done.
+``SLEEP``      leave the scheduler for ``x`` us (``a`` = FIXED or
+               EXPONENTIAL): time outside SQL Server, such as a client's
+               round trip between calls; no wait type counts it.
+``ROW``        make the next row's clustered key (:mod:`models.btree`); with
+               ``b`` = 1 it also starts a call of ``c`` rows.
+``FIND``       look the row's key up in the index: ``b`` = 0 names its root
+               (and its flow-control gate), 1 its leaf's parent, 2 its leaf.
+``BRANCH``     go to ``a`` if condition ``b`` holds (BR_ALWAYS, BR_FULL,
+               BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS).
+``INSERT``     add the row to its leaf page.
+``SPLIT``      split the row's full leaf (and a full parent first): a new
+               page at the end for an ascending key, else half the rows move.
 =============  ===========================================================
+
+An ACQUIRE or RELEASE whose latch operand is negative names a register, the
+latch the worker's FIND or SPLIT put there (:func:`register`): the root,
+parent, leaf, flow-control gate or new page of the row being inserted.  A
+register holding no latch (-1) makes the instruction do nothing.  A CPU burst
+with distribution SCALED lasts ``x`` times the rows the last SPLIT moved.
 
 How the later chapters are expressed without a new event loop:
 
-* **Hot page** (last-page insert): one latch per page (class BUFFER, wait
-  type PAGELATCH_xx).  The insert program is ``CPU(row) ; ACQUIRE(page, EX) ;
-  CPU(insert) ; RELEASE(page, EX)``.  The key strategy decides which page
-  latch the ACQUIRE names: identity keys give every worker the same current
-  last page (the scenario lays the page sequence out in the program, a new
-  page every ``rows_per_page`` rows, with a page split as a longer CPU burst
-  under the latch plus an EX ACQUIRE of the parent page); GUID, bit-reversed
-  and hash-bucket keys spread the ACQUIREs over many page latches, written
-  into each worker's own program from the seeded generator.
+* **Hot page** (last-page insert, built): one latch per index page (class
+  BUFFER, wait type PAGELATCH_xx).  ROW makes each row's key at run time,
+  FIND walks the index into registers, and the ACQUIREs name the registers:
+  SH on the root and the parent, EX on the leaf, each parent released once
+  its child is latched; BRANCH sends a full leaf down the split path (EX on
+  the parent, the allocation latch, SPLIT, a longer hold)
+  (:mod:`models.scenarios.last_page_insert`, :mod:`models.btree`).
 * **Version store** (APPEND_ONLY_STORAGE_INSERT_POINT, built): one EX latch
   guards the append point.  Each connection loops for ever over ``CPU(update)
   ; YIELD ; ACQUIRE(insert point, EX) ; CPU(hold) ; RELEASE ; UNIT``, one
@@ -58,15 +75,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.state import LOOP_SLOTS
+from models.state import LOOP_SLOTS, REGISTERS
 
 # Opcodes.
-CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT = 0, 1, 2, 3, 4, 5, 6
-OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END", "UNIT")
+CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT, SLEEP, ROW, FIND, BRANCH, INSERT, SPLIT = range(13)
+OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END", "UNIT", "SLEEP", "ROW", "FIND",
+                "BRANCH", "INSERT", "SPLIT")
 
-# CPU burst distributions.
-FIXED, EXPONENTIAL = 0, 1
+# CPU burst distributions (SCALED: x times the rows the worker's last SPLIT moved).
+FIXED, EXPONENTIAL, SCALED = 0, 1, 2
 DISTRIBUTIONS = {"fixed": FIXED, "exponential": EXPONENTIAL}
+
+# Latch registers (models.state.W_REG0 ..): what FIND and SPLIT put in each.
+R_ROOT, R_PARENT, R_LEAF, R_GATE, R_NEW = range(REGISTERS)
+# FIND stages and BRANCH conditions.
+FIND_ROOT, FIND_PARENT, FIND_LEAF = 0, 1, 2
+BR_ALWAYS, BR_FULL, BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS = range(6)
+
+
+def register(r: int) -> int:
+    """The latch operand that names register ``r`` instead of a latch."""
+    if not 0 <= r < REGISTERS:
+        raise ValueError(f"register={r} is not a register: use 0 to {REGISTERS - 1}")
+    return -1 - r
 
 # Latch modes, in the order of the compatibility matrix in models.latch.
 KP, SH, UP, EX, DT = 0, 1, 2, 3, 4
@@ -107,9 +138,9 @@ class Program:
         """Release ``latch`` held in ``mode``."""
         return self._emit(RELEASE, latch, mode)
 
-    def yield_point(self) -> int:
-        """A point where the worker yields if its quantum is used up."""
-        return self._emit(YIELD)
+    def yield_point(self, margin_us: float = 0.0) -> int:
+        """A point where the worker yields if its quantum is used up (or has under ``margin_us`` left)."""
+        return self._emit(YIELD, 0, 0, 0, margin_us)
 
     def loop(self, body_start: int, times: int, slot: int = 0) -> int:
         """Run the instructions from ``body_start`` to here ``times`` times (nested loops use distinct slots)."""
@@ -124,6 +155,36 @@ class Program:
     def end(self) -> int:
         """End the worker's program."""
         return self._emit(END)
+
+    def sleep(self, us: float, dist: int = FIXED) -> int:
+        """Leave the scheduler for ``us`` microseconds (mean, if exponential)."""
+        return self._emit(SLEEP, dist, 0, 0, us)
+
+    def row(self, call_rows: int = 0) -> int:
+        """Make the next row's key; ``call_rows`` > 0 also starts a call inserting that many rows."""
+        return self._emit(ROW, 0, 1 if call_rows > 0 else 0, int(call_rows))
+
+    def find(self, stage: int) -> int:
+        """Look the row's key up to ``stage`` (FIND_ROOT, FIND_PARENT or FIND_LEAF)."""
+        return self._emit(FIND, 0, stage)
+
+    def branch(self, condition: int, target: int = -1) -> int:
+        """Go to ``target`` when ``condition`` holds (the target may be set later with :meth:`patch`)."""
+        return self._emit(BRANCH, target, condition)
+
+    def patch(self, at: int, target: int) -> None:
+        """Point the BRANCH at address ``at`` to ``target``."""
+        if self.op[at] != BRANCH:
+            raise ValueError(f"address {at} holds {OPCODE_NAMES[self.op[at]]}, not BRANCH")
+        self.a[at] = target
+
+    def insert(self) -> int:
+        """Add the row to its leaf page."""
+        return self._emit(INSERT)
+
+    def split(self) -> int:
+        """Split the row's full leaf page."""
+        return self._emit(SPLIT)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The table as an int64 (n, 4) array of op, a, b, c and a float64 x array."""

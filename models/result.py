@@ -96,7 +96,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     samples = s.samples[: s.gi[st.G_SAMPLEN]] / 1000.0
 
     latch_rows, wait_rows, spin_rows = [], [], []
-    classes = list(dict.fromkeys(spec.latch_class for spec in wl.latches))
+    classes = list(dict.fromkeys(spec.latch_class for spec in wl.latches if not spec.wait_type))
     for cls in classes:
         idx = [k for k, spec in enumerate(wl.latches) if spec.latch_class == cls]
         lw = s.lw[idx]
@@ -119,21 +119,27 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     for row in latch_rows:
         row["p50_wait_ms"], row["p95_wait_ms"], row["p99_wait_ms"] = p50, p95, p99
 
-    prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches))
+    def wait_row(name: str, lw: np.ndarray) -> dict[str, Any]:
+        return {
+            "wait_type": name,
+            "waiting_tasks_count": int(lw[:, st.LW_COUNT].sum()),
+            "wait_time_ms": float(lw[:, st.LW_TIME].sum()) / 1000.0,
+            "max_wait_time_ms": float(lw[:, st.LW_MAX].max()) / 1000.0,
+            "signal_wait_time_ms": float(lw[:, st.LW_SIG].sum()) / 1000.0,
+        }
+
+    prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches if not spec.wait_type))
     for prefix in prefixes:
-        idx = [k for k, spec in enumerate(wl.latches) if spec.wait_prefix == prefix]
+        idx = [k for k, spec in enumerate(wl.latches) if spec.wait_prefix == prefix and not spec.wait_type]
+        shown = set().union(*(wl.latches[k].shown_modes for k in idx))
         for mode, mode_name in enumerate(MODE_NAMES):
             lw = s.lw[idx, mode]
-            count = int(lw[:, st.LW_COUNT].sum())
-            if count == 0 and mode_name not in ("EX",):
+            if lw[:, st.LW_COUNT].sum() == 0 and mode_name not in shown:
                 continue
-            wait_rows.append({
-                "wait_type": f"{prefix}_{mode_name}",
-                "waiting_tasks_count": count,
-                "wait_time_ms": float(lw[:, st.LW_TIME].sum()) / 1000.0,
-                "max_wait_time_ms": float(lw[:, st.LW_MAX].max()) / 1000.0,
-                "signal_wait_time_ms": float(lw[:, st.LW_SIG].sum()) / 1000.0,
-            })
+            wait_rows.append(wait_row(f"{prefix}_{mode_name}", lw))
+    for name in dict.fromkeys(spec.wait_type for spec in wl.latches if spec.wait_type):
+        idx = [k for k, spec in enumerate(wl.latches) if spec.wait_type == name]
+        wait_rows.append(wait_row(name, s.lw[idx, MODE_NAMES.index("EX")]))  # a gate is taken in EX only
     wait_rows.append({
         "wait_type": "SOS_SCHEDULER_YIELD",
         "waiting_tasks_count": int(s.gi[st.G_YIELDS]),
@@ -195,6 +201,8 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     })
     if wl.count_units:
         extra["units"] = int(s.gi[st.G_UNITS])
+    if wl.collect is not None:
+        extra.update(wl.collect(s))
     return Result(
         scenario=scenario, params=params, seed=seed,
         elapsed_ms=elapsed_us / 1000.0,

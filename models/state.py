@@ -33,8 +33,8 @@ from numba.np.arrayobj import load_item, make_array, populate_array, store_item
 WORD_BYTES = 8  # every table holds int64, uint64 or float64
 
 # Worker states (also the trace states).
-RUNNING, RUNNABLE, SPINNING, SUSPENDED, BACKOFF, NEW, DONE = 0, 1, 2, 3, 4, 5, 6
-STATE_NAMES = ("running", "runnable", "spinning", "suspended", "backoff", "new", "done")
+RUNNING, RUNNABLE, SPINNING, SUSPENDED, BACKOFF, NEW, DONE, SLEEPING = 0, 1, 2, 3, 4, 5, 6, 7
+STATE_NAMES = ("running", "runnable", "spinning", "suspended", "backoff", "new", "done", "sleeping")
 
 # Worker flags set when a worker is made runnable, read when it next runs.
 FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
@@ -42,12 +42,14 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 # Worker integer columns.
 (W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
- W_QSEQ, W_NCOLS) = range(20)
+ W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
+ W_NCOLS) = range(29)
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
+REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
 # Worker float columns (times in microseconds).
 (WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
- WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_NCOLS) = range(14)
+ WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_SLEPT, WF_NCOLS) = range(15)
 
 # Scheduler integer and float columns.
 S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
@@ -74,7 +76,7 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
  # Where each table starts in the buffer (in words), also written once by allocate().
  AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
  AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
- G_NCOLS) = range(43)
+ AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS, G_NCOLS) = range(51)
 # Global float cells.
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
  GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD, GF_NCOLS) = range(11)
@@ -83,7 +85,7 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
 STATUS_DONE, STATUS_CHUNK, STATUS_EVENT_BOUND, STATUS_TIME_BOUND, STATUS_STUCK = 0, 1, 2, 3, 4
 
 # Event kinds on the heap.
-EV_CPU_DONE, EV_DISPATCHED, EV_SPIN_DONE, EV_BACKOFF_DONE, EV_WAKE = 0, 1, 2, 3, 4
+EV_CPU_DONE, EV_DISPATCHED, EV_SPIN_DONE, EV_BACKOFF_DONE, EV_WAKE, EV_SLEEP_DONE = 0, 1, 2, 3, 4, 5
 
 # An event is one int64 key beside its time: sequence number, kind and worker packed so that
 # comparing keys compares sequence numbers (ties in time run in the order they were scheduled).
@@ -102,6 +104,14 @@ ALF_REQUEST, ALF_GRANT, ALF_RUN, ALF_RELEASE, ALF_NCOLS = range(5)
 
 # Trace columns (int: worker, scheduler, state; float: start, end) and program columns (op, a, b, c).
 TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
+
+# B-tree cells (models.btree): the index's shape and counters, one row of int64.
+(BT_STRATEGY, BT_CAPACITY, BT_FANOUT, BT_BUCKETS, BT_TREES, BT_COUNTER, BT_PAGES, BT_LEAVES,
+ BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_GATE_LATCH0, BT_SCHEDULERS, BT_MID_SPLITS, BT_END_SPLITS,
+ BT_NONLEAF_SPLITS, BT_HEATN, BT_OVERFLOW, BT_NCOLS) = range(18)
+# B-tree page columns: rows (children for a non-leaf page), parent page (-1: the root), tree,
+# low key bound, inserts, level (0 leaf, 1 non-leaf).  A leaf's keys, in order, are its row of ``keys``.
+PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_INSERTS, PG_LEVEL, PG_NCOLS = range(7)
 
 
 
@@ -207,11 +217,13 @@ def fixed(typingctx, mem, k):
 
 Tables = namedtuple("Tables", (
     "gi", "wi", "si", "li", "heap_k", "ring", "order", "prog_i", "trace_i", "log_i", "rng",
-    "gf", "wf", "sf", "lf", "lw", "heap_t", "prog_x", "trace_f", "log_f", "samples"))
+    "gf", "wf", "sf", "lf", "lw", "heap_t", "prog_x", "trace_f", "log_f", "samples",
+    "bt", "pages", "leaves", "heat", "keys"))
 
 
 def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows: int, log_rows: int,
-           samples: int) -> dict[str, tuple[tuple[int, ...], type]]:
+           samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0,
+           ) -> dict[str, tuple[tuple[int, ...], type]]:
     """Every table's shape and dtype, in buffer order (the global cells first)."""
     heap = workers + 8  # each worker has at most one pending event
     i8, f8 = np.int64, np.float64
@@ -225,6 +237,8 @@ def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows
         "lw": ((latches, 5, LW_NCOLS), f8), "heap_t": ((heap,), f8), "prog_x": ((program,), f8),
         "trace_f": ((trace_rows, TRF_NCOLS), f8), "log_f": ((log_rows, ALF_NCOLS), f8),
         "samples": ((samples,), f8),
+        "bt": ((BT_NCOLS,), i8), "pages": ((pages, PG_NCOLS), i8), "leaves": ((pages,), i8),
+        "heat": ((heat_rows, 2), f8), "keys": ((pages, key_slots), i8),
     }
 
 
@@ -251,7 +265,12 @@ def tables(mem):
         view(mem, fixed(mem, AT_PROG_X), (fixed(mem, G_PROGRAM),), f8),
         view(mem, fixed(mem, AT_TRACE_F), (fixed(mem, G_TRACE_ROWS), TRF_NCOLS), f8),
         view(mem, fixed(mem, AT_LOG_F), (fixed(mem, G_LOG_ROWS), ALF_NCOLS), f8),
-        view(mem, fixed(mem, AT_SAMPLES), (fixed(mem, G_SAMPLES),), f8))
+        view(mem, fixed(mem, AT_SAMPLES), (fixed(mem, G_SAMPLES),), f8),
+        view(mem, fixed(mem, AT_BT), (BT_NCOLS,), i8),
+        view(mem, fixed(mem, AT_PAGES), (fixed(mem, G_PAGES), PG_NCOLS), i8),
+        view(mem, fixed(mem, AT_LEAVES), (fixed(mem, G_PAGES),), i8),
+        view(mem, fixed(mem, AT_HEAT), (fixed(mem, G_HEAT_ROWS), 2), f8),
+        view(mem, fixed(mem, AT_KEYS), (fixed(mem, G_PAGES), fixed(mem, G_KEY_SLOTS)), i8))
 
 
 @dataclass
@@ -274,19 +293,26 @@ class State:
 
 
 def allocate(workers: int, schedulers: int, latches: int, program: int, trace_events: int,
-             logged_acquires: int, samples: int) -> State:
-    """Allocate the buffer for a run of this size, write the sizes and offsets, and empty every table."""
-    layout = shapes(workers, schedulers, latches, program, trace_events, logged_acquires, samples)
+             logged_acquires: int, samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0) -> State:
+    """Allocate the buffer for a run of this size, write the sizes and offsets, and empty every table.
+
+    ``pages``, ``heat_rows`` and ``key_slots`` (rows a page holds) size the B-tree
+    tables (zero for a run without an index).
+    """
+    layout = shapes(workers, schedulers, latches, program, trace_events, logged_acquires, samples,
+                    pages, heat_rows, key_slots)
     assert tuple(layout) == Tables._fields
     lengths = [int(np.prod(shape)) for shape, _ in layout.values()]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     words = np.zeros(sum(lengths), np.int64)  # all-zero bits are 0.0 in the float tables too
     words[[G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES]] = (
         workers, schedulers, latches, program, trace_events, logged_acquires, samples)
-    words[AT_WI:AT_SAMPLES + 1] = starts[1:]
+    words[AT_WI:AT_SAMPLES + 1] = starts[1:AT_SAMPLES - AT_WI + 2]
+    words[AT_BT:AT_KEYS + 1] = starts[AT_SAMPLES - AT_WI + 2:]
+    words[[G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS]] = (pages, heat_rows, key_slots)
     t = Tables(*(words[start:start + n].view(dtype).reshape(shape)
                  for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
-    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG]] = -1
+    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4]] = -1
     t.wi[:, W_STATE] = NEW
     t.si[:, [S_CUR, S_HEAD, S_TAIL]] = -1
     t.li[:, [L_QHEAD, L_QTAIL]] = -1

@@ -40,7 +40,7 @@ NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to use it; "
 QUANTUM_NOTE = ("SQL Server's quantum is fixed at 4 ms and cannot be configured: the quantum knob shows how "
                 "the mechanism depends on it, not a setting to tune.")
 OUTPUTS = ("dmv", "timeline", "waits")
-SIZE_PARAMS = ("requests", "initial_queue", "acquires", "rows", "window_ms")
+SIZE_PARAMS = ("requests", "initial_queue", "acquires", "rows", "window_ms", "inserts_per_session")
 _DESCRIPTION_STYLE = {"description_width": "200px"}
 _LAYOUT = {"width": "560px"}
 

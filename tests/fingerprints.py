@@ -63,6 +63,11 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "version-store-unfair-chunks-reads": ("version-store", dict(connections=6, schedulers=4, policy="unfair",
                                                                 row_bytes=12_000, read_fraction=0.3,
                                                                 cpu_dist="fixed", window_ms=100, seed=2)),
+    "hot-page-identity-split-convoy": ("last-page-insert", dict(sessions=40, schedulers=8, inserts_per_session=100,
+                                                                row_bytes=400, seed=1)),
+    "hot-page-hash-flow-batch": ("last-page-insert", dict(sessions=30, schedulers=4, inserts_per_session=60, key="hash-bucket",
+                                                          buckets=8, batch_rows=3, optimize_for_sequential_key="on",
+                                                          cpu_dist="exponential", seed=2)),
 }
 
 
@@ -95,8 +100,12 @@ def fingerprint(result) -> dict[str, str]:
     """One digest per part of a Result."""
     summary = {"elapsed_ms": float(result.elapsed_ms).hex(), "throughput_per_s": float(result.throughput_per_s).hex(),
                "truncated": result.truncated,
-               "extra": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in sorted(result.extra.items())}}
+               "extra": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in sorted(result.extra.items())
+                         if not isinstance(v, pd.DataFrame)}}
     parts = {"summary": _digest(json.dumps(summary, sort_keys=True))}
+    for k, v in sorted(result.extra.items()):  # a table among the extras (the hot page's insert log) by its bits
+        if isinstance(v, pd.DataFrame):
+            parts[f"extra_{k}"] = _digest(v)
     for name in ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers", "trace", "acquire_log"):
         parts[name] = _digest(getattr(result, name))
     parts["acquire_wait_ms"] = _digest(result.acquire_wait_ms)

@@ -13,7 +13,8 @@ import models
 from models import ParameterError
 
 SMALL = {"convoy": {"requests": 500}, "closed-latch": {"acquires": 500},
-         "parallel-insert": {"rows": 20_000}, "version-store": {"window_ms": 20.0}}
+         "parallel-insert": {"rows": 20_000}, "version-store": {"window_ms": 20.0},
+         "last-page-insert": {"sessions": 20, "inserts_per_session": 50}}
 
 
 def test_catalogue_is_complete():

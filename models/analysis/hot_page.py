@@ -1,0 +1,275 @@
+"""The hot-page chapter: Poché's and Biondi's concurrent inserts, each parameter derived once here.
+
+Seed 002 (Poché): 100 SQLQueryStress threads x 1,000 single-row inserts into
+a table clustered on a bigint IDENTITY, 16 schedulers (8 cores,
+hyperthreaded).  Throttled by a Windows authorization call per execution:
+61 s of wall clock, Query Store duration 12.76 s (VARCHAR(100) rows, 185 ms of
+waits) and 41.3 s (CHAR(8000) rows, 14.6 s of page-latch waits).  Unthrottled:
+9.7 s of wall clock, 639 s of duration and 447 s of PAGELATCH waits (narrow
+rows); 1,082 s and 730 s (wide rows, wall clock not given).  Batching, on a
+different table (WideWorldImporters): 23 us a row serially, 119 us a row at
+10 threads, 4.2 us a row for 500 rows in one call.
+
+Seed 004 (Biondi): 400 ostress threads x 200 calls on SQL Server Express
+(at most 4 cores, 1,410 MB of buffer pool): identity key 46.08 s for 79,716
+rows (1,730 rows/s; he prints 1,830), GUID 41.5 s, bit-reversed 49.4 s.
+
+Derivations (seed 002's machine, :data:`SETUP_002`):
+
+- CPU of one insert: the throttled narrow run barely waited, so its duration
+  less its waits is the work: (12.76 s - 0.185 s) / 100,000 = 125.75 us.
+- think (time between calls outside SQL Server): wall clock per call less
+  duration per call; unthrottled 9.7 ms - 6.39 ms = 3.31 ms, throttled
+  61 ms - 0.13 ms = 60.87 ms.
+- a wide row's extra work: the throttled wide run's (41.3 s - 14.6 s) /
+  100,000 = 267 us less the narrow 125.75 us = 141.25 us per insert.
+- CPU under the leaf latch (``cpu_under_us``): fitted so the unthrottled
+  narrow run takes 9.7 s (:func:`fit`); the rest of the 125.75 us is before.
+- the new page's hold (``new_page_us``): fitted so the unthrottled wide run
+  sums to 1,082 s of duration; the rest of the wide row's 141.25 us is CPU
+  before the latch (building the 8,000-byte row).
+- assumed: 60-byte narrow rows (a 20-character code, 28 bytes of fixed
+  columns, 11 bytes of row overhead), 8,035-byte wide rows, 20 us on the
+  allocation latch per new page, 1 us per row a mid-page split moves, the
+  book's fair hand-off (:mod:`models.calibration`), sessions bound to
+  schedulers round-robin.
+
+Fitted: the narrow wall clock (so the narrow duration, by Little's law) and
+the wide duration.  Predicted: the waits (PAGELATCH for both row sizes, the
+throttled runs' waits), the key strategies, flow control, and batching at 10
+threads (:data:`SETUP_WWI`, whose per-call and per-row CPU come from the
+serial and the batched figures).  Seed 004 (:data:`SETUP_004`) reuses seed
+002's insert costs on 4 schedulers and fits only the time between calls to
+the identity run's 1,730 rows/s; the GUID and bit-reversed runs are predictions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+import models
+
+POCHE = {"sessions": 100, "inserts": 1_000, "schedulers": 16,
+         "throttled_wall_s": 61.0, "throttled_narrow_s": 12.76, "throttled_narrow_waits_s": 0.185,
+         "throttled_wide_s": 41.3, "throttled_wide_waits_s": 14.6,
+         "wall_s": 9.7, "narrow_s": 639.0, "narrow_pagelatch_s": 447.0,
+         "wide_s": 1_082.0, "wide_pagelatch_s": 730.0,
+         "serial_us_per_row": 23.0, "threads10_us_per_row": 119.0, "batch500_us_per_row": 4.2}
+BIONDI = {"sessions": 400, "inserts": 200, "rows": 79_716,
+          "identity_s": 46.08, "guid_s": 41.5, "reverse_s": 49.4,
+          "identity_latch_pct": 16.0, "identity_pagelatch_pct": 9.0,
+          "guid_latch_pct": 3.6, "guid_pagelatch_pct": 0.53,
+          "reverse_latch_pct": 1.2, "reverse_pagelatch_pct": 0.8}
+ROWS_002 = POCHE["sessions"] * POCHE["inserts"]
+
+INSERT_US = (POCHE["throttled_narrow_s"] - POCHE["throttled_narrow_waits_s"]) / ROWS_002 * 1e6  # 125.75
+WIDE_EXTRA_US = ((POCHE["throttled_wide_s"] - POCHE["throttled_wide_waits_s"]) / ROWS_002 * 1e6
+                 - INSERT_US)  # 141.25
+THINK_US = (POCHE["wall_s"] / POCHE["inserts"] - POCHE["narrow_s"] / ROWS_002) * 1e6  # 3,310
+THROTTLED_THINK_US = (POCHE["throttled_wall_s"] / POCHE["inserts"]
+                      - POCHE["throttled_narrow_s"] / ROWS_002) * 1e6  # 60,872
+NARROW_BYTES, WIDE_BYTES = 60, 8_035
+ALLOC_US = 20.0
+FIT_SEEDS = (1, 2, 3)
+
+# fit() gives cpu_under_us 79.7 and new_page_us 17.2 (seeds 1-3); tests/test_hot_page.py re-derives them.
+CPU_UNDER_US = 79.7
+NEW_PAGE_US = 17.2
+
+SETUP_002: dict[str, Any] = dict(
+    sessions=POCHE["sessions"], inserts_per_session=POCHE["inserts"], schedulers=POCHE["schedulers"],
+    row_bytes=NARROW_BYTES, think_us=round(THINK_US, 1), cpu_before_us=round(INSERT_US - CPU_UNDER_US, 2),
+    cpu_under_us=CPU_UNDER_US, new_page_us=NEW_PAGE_US, alloc_us=ALLOC_US, move_row_us=1.0,
+)
+
+
+def wide(setup: dict[str, Any] = SETUP_002) -> dict[str, Any]:
+    """The same setup with CHAR(8000) rows: one row a page, the rest of the row's extra work before the latch."""
+    before = setup["cpu_before_us"] + WIDE_EXTRA_US - setup["alloc_us"] - setup["new_page_us"]
+    return dict(setup, row_bytes=WIDE_BYTES, cpu_before_us=round(before, 2))
+
+
+def throttled(setup: dict[str, Any] = SETUP_002) -> dict[str, Any]:
+    """The first runs: a Windows authorization call per execution kept each session away 60.87 ms a call."""
+    return dict(setup, think_us=round(THROTTLED_THINK_US, 1))
+
+
+# WideWorldImporters batching test: per call c and per row r from c + r = 23 us and c + 500 r = 500 x 4.2 us.
+BATCH_ROW_US = (500 * POCHE["batch500_us_per_row"] - POCHE["serial_us_per_row"]) / 499  # 4.16
+BATCH_CALL_US = POCHE["serial_us_per_row"] - BATCH_ROW_US  # 18.84
+SETUP_WWI: dict[str, Any] = dict(
+    sessions=10, inserts_per_session=50, schedulers=8, row_bytes=200, think_us=0.0,
+    cpu_before_us=round(BATCH_CALL_US, 2), cpu_under_us=round(BATCH_ROW_US, 2),
+    new_page_us=NEW_PAGE_US, alloc_us=ALLOC_US, move_row_us=1.0,
+)
+
+# Seed 004: Express uses at most 4 cores; the time between calls is fitted to 1,730 rows/s (fit_think_004).
+BIONDI_ROWS_PER_S = BIONDI["rows"] / BIONDI["identity_s"]  # 1,730
+THINK_004_US = 187_000.0
+SETUP_004: dict[str, Any] = dict(SETUP_002, sessions=BIONDI["sessions"], inserts_per_session=BIONDI["inserts"],
+                                 schedulers=4, row_bytes=80, think_us=THINK_004_US)
+
+KEYS = ("identity", "guid", "reverse-bits", "hash-bucket", "partitioned")
+
+
+def run(setup: dict[str, Any] = SETUP_002, **overrides: Any) -> "models.Result":
+    """One run of ``setup`` with ``overrides``."""
+    return models.run("last-page-insert", **dict(setup, **overrides))
+
+
+def mean(what: str, setup: dict[str, Any], seeds: Iterable[int] = FIT_SEEDS, **overrides: Any) -> float:
+    """Mean over seeds of ``elapsed_ms``, ``throughput_per_s`` or an extra (``query_duration_ms``)."""
+    values = []
+    for seed in seeds:
+        r = run(setup, seed=seed, **overrides)
+        values.append(getattr(r, what) if what in ("elapsed_ms", "throughput_per_s") else r.extra[what])
+    return sum(values) / len(values)
+
+
+def _bisect(f, target: float, low: float, high: float, steps: int, increasing: bool = True) -> float:
+    """The x in [low, high] where f(x) crosses ``target`` (f monotone)."""
+    for _ in range(steps):
+        mid = (low + high) / 2
+        if (f(mid) < target) == increasing:
+            low = mid
+        else:
+            high = mid
+    return round((low + high) / 2, 1)
+
+
+def fit(seeds: Iterable[int] = FIT_SEEDS, rounds: int = 2, steps: int = 10) -> dict[str, float]:
+    """Fit ``cpu_under_us`` to the 9.7 s wall clock and ``new_page_us`` to the wide rows' 1,082 s, alternately."""
+    seeds = tuple(seeds)
+    setup = dict(SETUP_002)
+    for _ in range(rounds):
+        def wall(under: float) -> float:
+            s = dict(setup, cpu_under_us=under, cpu_before_us=INSERT_US - under)
+            return mean("elapsed_ms", s, seeds) / 1000.0
+        under = _bisect(wall, POCHE["wall_s"], 10.0, INSERT_US, steps)
+        setup.update(cpu_under_us=under, cpu_before_us=round(INSERT_US - under, 2))
+
+        def duration(new_page: float) -> float:
+            return mean("query_duration_ms", wide(dict(setup, new_page_us=new_page)), seeds) / 1000.0
+        setup["new_page_us"] = _bisect(duration, POCHE["wide_s"], 0.0, WIDE_EXTRA_US - ALLOC_US, steps)
+    return {"cpu_under_us": setup["cpu_under_us"], "new_page_us": setup["new_page_us"]}
+
+
+def fit_think_004(seeds: Iterable[int] = FIT_SEEDS, steps: int = 10) -> float:
+    """The time between calls that gives Biondi's identity run 1,730 rows/s on seed 002's insert costs."""
+    seeds = tuple(seeds)
+    return round(_bisect(lambda think: mean("throughput_per_s", SETUP_004, seeds, think_us=think),
+                         BIONDI_ROWS_PER_S, 50_000.0, 400_000.0, steps, increasing=False), -3)
+
+
+def waits(result: "models.Result") -> dict[str, float]:
+    """Wait time by wait type in seconds (PAGELATCH is SH + EX)."""
+    w = result.wait_stats.set_index("wait_type")["wait_time_ms"] / 1000.0
+    out = {name: float(w.get(name, 0.0)) for name in
+           ("PAGELATCH_EX", "PAGELATCH_SH", "LATCH_EX", "BTREE_INSERT_FLOW_CONTROL", "SOS_SCHEDULER_YIELD")}
+    out["PAGELATCH"] = out["PAGELATCH_EX"] + out["PAGELATCH_SH"]
+    return out
+
+
+def summary(result: "models.Result") -> dict[str, Any]:
+    """What a chapter table shows for one run."""
+    w = waits(result)
+    e = result.extra
+    return {
+        "rows_per_s": result.throughput_per_s, "wall_s": result.elapsed_ms / 1000.0,
+        "duration_s": e["query_duration_ms"] / 1000.0, "pagelatch_s": w["PAGELATCH"],
+        "pagelatch_ex_s": w["PAGELATCH_EX"], "pagelatch_sh_s": w["PAGELATCH_SH"],
+        "latch_ex_s": w["LATCH_EX"], "flow_control_s": w["BTREE_INSERT_FLOW_CONTROL"],
+        "yield_s": w["SOS_SCHEDULER_YIELD"], "us_per_row": e["query_duration_ms"] * 1000.0 / max(1, e["rows"]),
+        "leaf_pages": e["leaf_pages"], "mid_splits": e["mid_splits"], "end_splits": e["end_splits"],
+    }
+
+
+def grid(over: dict[str, Iterable[Any]], setup: dict[str, Any] = SETUP_002, seeds: Iterable[int] = (1,),
+         **overrides: Any) -> pd.DataFrame:
+    """One row per combination of ``over`` (and seed): its parameters and :func:`summary`."""
+    names = list(over)
+    combos: list[dict[str, Any]] = [{}]
+    for name in names:
+        combos = [dict(c, **{name: value}) for c in combos for value in over[name]]
+    rows = []
+    for combo in combos:
+        for seed in seeds:
+            rows.append(dict(combo, seed=seed, **summary(run(setup, seed=seed, **overrides, **combo))))
+    return pd.DataFrame(rows)
+
+
+BATCH_TOTAL_ROWS = 500  # Poché's batching test inserted 500 rows each way
+
+
+def batching(batches: Iterable[int] = (1, 2, 5, 10, 25, 50, 100, 250, 500), setup: dict[str, Any] = SETUP_WWI,
+             seeds: Iterable[int] = (1,)) -> pd.DataFrame:
+    """500 rows in calls of ``b`` rows, spread over at most 10 sessions as Poché's test did; cost per row.
+
+    ``b`` must divide 500 and each session's share: 1 row a call is his 10 threads x 50 calls, 500 rows a
+    call his single batched call.
+    """
+    rows = []
+    for b in batches:
+        calls = BATCH_TOTAL_ROWS // b
+        sessions = min(setup["sessions"], calls)
+        frame = grid({"batch_rows": [b]}, setup, seeds, sessions=sessions,
+                     inserts_per_session=BATCH_TOTAL_ROWS // sessions)
+        rows.append(frame.assign(sessions=sessions, calls=calls))
+    return pd.concat(rows, ignore_index=True)
+
+
+def comparison_table() -> pd.DataFrame:
+    """Model against measurement for both seeds, each row saying whether the model was fitted to it."""
+    n = run(SETUP_002)
+    wd = run(wide())
+    tn, tw = run(throttled()), run(throttled(wide()))
+    serial = run(SETUP_WWI, sessions=1, inserts_per_session=500)
+    ten = run(SETUP_WWI)
+    batched = run(SETUP_WWI, sessions=1, inserts_per_session=500, batch_rows=500)
+    b = {key: run(SETUP_004, key=key) for key in ("identity", "guid", "reverse-bits")}
+    s, sw = summary(n), summary(wd)
+    rows = [
+        ("002", "narrow rows: wall clock (s)", POCHE["wall_s"], s["wall_s"], "fitted (CPU under the latch)"),
+        ("002", "narrow rows: summed duration (s)", POCHE["narrow_s"], s["duration_s"], "follows from the fit (Little's law)"),
+        ("002", "narrow rows: PAGELATCH waits (s)", POCHE["narrow_pagelatch_s"], s["pagelatch_s"], "predicted"),
+        ("002", "wide rows: summed duration (s)", POCHE["wide_s"], sw["duration_s"], "fitted (new page hold)"),
+        ("002", "wide rows: PAGELATCH waits (s)", POCHE["wide_pagelatch_s"], sw["pagelatch_s"], "predicted"),
+        ("002", "throttled narrow: waits (s)", POCHE["throttled_narrow_waits_s"],
+         summary(tn)["pagelatch_s"] + summary(tn)["latch_ex_s"], "predicted"),
+        ("002", "throttled wide: waits (s)", POCHE["throttled_wide_waits_s"],
+         summary(tw)["pagelatch_s"] + summary(tw)["latch_ex_s"], "predicted"),
+        ("002", "serial insert (us/row)", POCHE["serial_us_per_row"], summary(serial)["us_per_row"],
+         "fitted (per-call and per-row CPU)"),
+        ("002", "500 rows in one call (us/row)", POCHE["batch500_us_per_row"], summary(batched)["us_per_row"],
+         "fitted (per-call and per-row CPU)"),
+        ("002", "10 threads, one row a call (us/row)", POCHE["threads10_us_per_row"], summary(ten)["us_per_row"],
+         "predicted"),
+        ("004", "identity key (rows/s)", BIONDI_ROWS_PER_S, b["identity"].throughput_per_s, "fitted (time between calls)"),
+        ("004", "GUID key (rows/s)", BIONDI["rows"] / BIONDI["guid_s"], b["guid"].throughput_per_s, "predicted"),
+        ("004", "bit-reversed key (rows/s)", BIONDI["rows"] / BIONDI["reverse_s"], b["reverse-bits"].throughput_per_s,
+         "predicted"),
+    ]
+    table = pd.DataFrame(rows, columns=["seed", "quantity", "measured", "model", "model was"])
+    table["model / measured"] = table["model"] / table["measured"]
+    return table
+
+
+def parameter_table() -> pd.DataFrame:
+    """Each parameter of seed 002's setup, its value and where it comes from."""
+    rows = [
+        ("sessions, inserts, schedulers", "100, 1,000, 16", "Poché: SQLQueryStress threads and iterations; 8 cores hyperthreaded"),
+        ("CPU of one insert", f"{INSERT_US:.2f} us", "throttled narrow run: (12.76 s - 0.185 s) / 100,000"),
+        ("CPU under the leaf latch", f"{CPU_UNDER_US} us", "fitted: 9.7 s of wall clock unthrottled"),
+        ("CPU before the latch", f"{SETUP_002['cpu_before_us']} us", "the rest of the insert"),
+        ("time between calls", f"{THINK_US / 1000:.2f} ms", "9.7 ms of wall clock a call less 6.39 ms of duration"),
+        ("time between calls, throttled", f"{THROTTLED_THINK_US / 1000:.2f} ms", "61 ms a call less 0.13 ms"),
+        ("wide row's extra work", f"{WIDE_EXTRA_US:.2f} us", "throttled wide run: (41.3 s - 14.6 s) / 100,000 less 125.75 us"),
+        ("new page hold", f"{NEW_PAGE_US} us", "fitted: 1,082 s of duration with wide rows"),
+        ("allocation latch hold", f"{ALLOC_US:g} us", "assumed"),
+        ("row size", f"{NARROW_BYTES} / {WIDE_BYTES} bytes", "assumed from the table definitions"),
+        ("row moved by a split", "1 us", "assumed"),
+        ("hand-off", "9.7 us", "White's signal wait per wait (the book's calibration)"),
+    ]
+    return pd.DataFrame(rows, columns=["parameter", "value", "source"])

@@ -1,0 +1,131 @@
+"""The hot-page scenario and chapter: the index walk, splits, flow control, batching and the calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import models
+from models import btree
+from models.analysis import hot_page as hp
+from models.params import ParameterError
+from models.scenarios import last_page_insert as lpi
+
+SMALL = dict(hp.SETUP_002, inserts_per_session=100)
+
+
+def run(**kw):
+    return models.run("last-page-insert", **dict(SMALL, **kw))
+
+
+def test_every_row_is_inserted_once_and_the_index_stays_in_key_order():
+    for key in hp.KEYS:
+        r = run(key=key)
+        e = r.extra
+        assert e["rows"] == 100 * 100 and not r.truncated
+        assert len(e["inserts"]) == e["rows"]
+        # leaves: one per split plus one per tree, whatever kind of split
+        trees = r.params["partitions"] if key == "partitioned" else 1
+        assert e["leaf_pages"] == trees + e["mid_splits"] + e["end_splits"], key
+
+
+def test_identity_fills_pages_and_guid_leaves_them_part_empty():
+    ident, guid = run(key="identity"), run(key="guid")
+    per_page = lpi.rows_per_page(60)
+    assert ident.extra["end_splits"] > 0.2 * (10_000 / per_page)
+    assert guid.extra["end_splits"] < guid.extra["mid_splits"] / 10
+    # mid-page splits leave pages between half and full: about 69% full for random keys
+    fill = 10_000 / guid.extra["leaf_pages"] / per_page
+    assert 0.5 < fill < 0.9
+
+
+def test_one_row_a_page_allocates_a_page_per_insert():
+    r = run(**hp.wide(SMALL))
+    assert r.extra["end_splits"] == 10_000 - 1
+    assert lpi.rows_per_page(8_035) == 1
+
+
+def test_spreading_keys_beat_identity_at_poches_setup():
+    rates = {k: run(key=k).throughput_per_s for k in hp.KEYS}
+    assert all(rates[k] > 1.5 * rates["identity"] for k in hp.KEYS if k != "identity"), rates
+    waits = {k: hp.waits(run(key=k))["PAGELATCH"] for k in ("identity", "guid")}
+    assert waits["guid"] < waits["identity"] / 10
+
+
+def test_wide_rows_are_slower_and_batching_is_cheaper_per_row():
+    assert run(**hp.wide(SMALL)).throughput_per_s < 0.85 * run().throughput_per_s
+    b = hp.batching((1, 50, 500)).set_index("batch_rows")["us_per_row"]
+    assert b[500] < b[50] < b[1]
+    assert b[1] / hp.POCHE["threads10_us_per_row"] < 2 and hp.POCHE["threads10_us_per_row"] / b[1] < 2
+    assert b[500] / hp.POCHE["batch500_us_per_row"] < 2
+
+
+def test_flow_control_admits_one_session_per_scheduler():
+    r = run(optimize_for_sequential_key="on", sessions=64, schedulers=4, inserts_per_session=100)
+    w = hp.waits(r)
+    assert w["BTREE_INSERT_FLOW_CONTROL"] > 0
+    off = hp.waits(run(sessions=64, schedulers=4, inserts_per_session=100))
+    assert off["BTREE_INSERT_FLOW_CONTROL"] == 0
+    assert w["PAGELATCH_EX"] < off["PAGELATCH_EX"]
+    # at most one session per scheduler reaches the page: with one session per scheduler the gate never waits
+    one_each = hp.waits(run(optimize_for_sequential_key="on", sessions=4, schedulers=4))
+    assert one_each["BTREE_INSERT_FLOW_CONTROL"] == 0
+
+
+def test_think_time_is_outside_query_duration():
+    r = run(sessions=1, inserts_per_session=200, think_us=10_000.0)
+    # one session never waits: duration is the CPU it ran plus a context switch back in after each
+    # think; elapsed adds the think time
+    switches_ms = 201 * r.params["context_switch_us"] / 1000  # the first dispatch and one after each think
+    assert r.extra["query_duration_ms"] == pytest.approx(r.extra["cpu_ms"] + switches_ms, rel=1e-9, abs=1e-6)
+    assert r.elapsed_ms > r.extra["query_duration_ms"] + 200 * 5.0
+
+
+def test_single_session_matches_the_sum_of_its_costs():
+    # one session, fixed CPU, no think: each insert costs before + under, each new page its split costs
+    v = dict(SMALL, sessions=1, inserts_per_session=1000, think_us=0.0, context_switch_us=0.0, wakeup_us=0.0)
+    r = models.run("last-page-insert", **v)
+    splits = r.extra["end_splits"] + r.extra["mid_splits"]
+    expected = 1000 * (v["cpu_before_us"] + v["cpu_under_us"]) + splits * (v["alloc_us"] + v["new_page_us"])
+    assert r.elapsed_ms * 1000 == pytest.approx(expected, rel=1e-6)
+    assert splits == 1000 // lpi.rows_per_page(60)
+
+
+def test_reverse_bits_and_keys():
+    assert btree.reverse_bits(1) == 2**30 and btree.reverse_bits(3) == 3 * 2**29
+    assert lpi.fanout("identity") > lpi.fanout("guid")
+
+
+def test_bad_combinations_are_named():
+    with pytest.raises(ParameterError, match="batch_rows=3"):
+        models.run("last-page-insert", inserts_per_session=100, batch_rows=3)
+    with pytest.raises(ParameterError, match="inserts_per_session"):
+        models.run("last-page-insert", sessions=4096, inserts_per_session=1000)
+
+
+def test_page_bound_holds_for_small_pages_and_every_key():
+    for key in hp.KEYS:
+        for row_bytes in (8_035, 4_000, 2_000):
+            r = run(key=key, row_bytes=row_bytes, sessions=20, inserts_per_session=50)
+            assert r.extra["rows"] == 1000
+
+
+def test_derived_figures():
+    assert hp.INSERT_US == pytest.approx(125.75)
+    assert hp.WIDE_EXTRA_US == pytest.approx(141.25)
+    assert hp.THINK_US == pytest.approx(3310.0)
+    assert hp.BATCH_ROW_US + hp.BATCH_CALL_US == pytest.approx(23.0)
+    assert round(hp.BIONDI_ROWS_PER_S) == 1730
+
+
+def test_fit_reproduces_the_stored_setup():
+    got = hp.fit(seeds=(1, 2, 3))  # about a minute: the fit is the derivation the chapter quotes
+    assert got["cpu_under_us"] == pytest.approx(hp.CPU_UNDER_US, abs=0.5)
+    assert got["new_page_us"] == pytest.approx(hp.NEW_PAGE_US, abs=3.0)
+    assert hp.fit_think_004() == pytest.approx(hp.THINK_004_US, rel=0.03)
+
+
+def test_calibrated_setups_hit_their_targets():
+    assert hp.run().elapsed_ms / 1000 == pytest.approx(hp.POCHE["wall_s"], rel=0.05)
+    assert hp.run(hp.wide()).extra["query_duration_ms"] / 1000 == pytest.approx(hp.POCHE["wide_s"], rel=0.08)
+    assert hp.run(hp.SETUP_004).throughput_per_s == pytest.approx(hp.BIONDI_ROWS_PER_S, rel=0.08)
