@@ -26,7 +26,7 @@ from models.rng import next_u64
 from models.state import (
     BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEATN,
     BT_LEAVES, BT_MID_SPLITS, BT_NONLEAF_SPLITS, BT_OVERFLOW, BT_PAGE_LATCH0, BT_PAGES, BT_ROOT_LATCH0,
-    BT_SCHEDULERS, BT_STRATEGY, BT_TREES, PG_INSERTS, PG_LEVEL, PG_LOW, PG_PARENT, PG_ROWS, PG_TREE,
+    BT_SCHEDULERS, BT_STRATEGY, BT_TREES, PG_LEVEL, PG_LOW, PG_PARENT, PG_ROWS, PG_TREE,
 )
 
 # Key strategies: how the next row's clustered key is made.
@@ -136,7 +136,6 @@ def insert(bt, pages, keys, heat, page, key, now):
         k -= 1
     keys[page, k] = key
     pages[page, PG_ROWS] += 1
-    pages[page, PG_INSERTS] += 1
     n = bt[BT_HEATN]
     if n < heat.shape[0]:
         heat[n, 0] = now
@@ -155,7 +154,6 @@ def _new_page(bt, pages, parent, tree, level):
     pages[page, PG_ROWS] = 0
     pages[page, PG_PARENT] = parent
     pages[page, PG_TREE] = tree
-    pages[page, PG_INSERTS] = 0
     pages[page, PG_LEVEL] = level
     return page
 

@@ -74,9 +74,9 @@ from models import btree as bx
 from models import latch as lt
 from models import scheduler as sch
 from models.program import (
-    ACQUIRE, BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, BRANCH, CPU, END,
+    ACQUIRE, BR_ALWAYS, BR_FULL, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, BRANCH, CPU, END,
     FIND, FIND_LEAF, FIND_ROOT, INSERT, LOOP, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE,
-    ROW, SCALED, SLEEP, SPLIT, UNIT, YIELD,
+    ROW, SCALED, SLEEP, UNIT, YIELD,
 )
 from models.rng import draw
 from models.state import (

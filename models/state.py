@@ -110,8 +110,9 @@ TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
  BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_GATE_LATCH0, BT_SCHEDULERS, BT_MID_SPLITS, BT_END_SPLITS,
  BT_NONLEAF_SPLITS, BT_HEATN, BT_OVERFLOW, BT_NCOLS) = range(18)
 # B-tree page columns: rows (children for a non-leaf page), parent page (-1: the root), tree,
-# low key bound, inserts, level (0 leaf, 1 non-leaf).  A leaf's keys, in order, are its row of ``keys``.
-PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_INSERTS, PG_LEVEL, PG_NCOLS = range(7)
+# low key bound, level (0 leaf, 1 non-leaf).  A leaf's keys, in order, are its row of ``keys``; where
+# each insert went is the insert log (``heat``).
+PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_LEVEL, PG_NCOLS = range(6)
 
 
 

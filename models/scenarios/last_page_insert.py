@@ -29,7 +29,6 @@ The defaults are round illustrative values; the calibrated setups of seeds
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -152,8 +151,7 @@ def program(v: dict[str, Any]) -> tuple[Program, int]:
     calls = v["inserts_per_session"] // v["batch_rows"]
     flow = v["optimize_for_sequential_key"] == "on"
     margin = v["cpu_under_us"] * v["batch_rows"] if flow else 0.0
-    start = prog.start()
-    call = prog.start()
+    start = call = prog.start()
     if v["think_us"] > 0:
         prog.sleep(v["think_us"], EXPONENTIAL)
     prog.cpu(v["cpu_before_us"], DISTRIBUTIONS[v["cpu_dist"]])
