@@ -424,6 +424,13 @@ def dmv_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTa
     return styler
 
 
+def _plain_number(value: Any) -> Any:
+    """A float as the caller rounded it, with thousands separators and no padding zeros (9.7, not 9.700000)."""
+    if isinstance(value, (float, np.floating)):
+        return "" if np.isnan(value) else f"{value:,.6f}".rstrip("0").rstrip(".")
+    return value
+
+
 def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTable:
     """A table of words (a comparison, a checklist) as deterministic HTML: every cell whole, left-aligned, wrapping.
 
@@ -431,6 +438,7 @@ def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVT
     a Styler never does, and a fixed uuid keeps the stored output the same at every execution.
     """
     styler = DMVTable(df.reset_index(drop=True), uuid=_slug(title), cell_ids=False).hide(axis="index")
+    styler = styler.format(_plain_number)
     text = f"{title}: {caption}" if caption else title
     return styler.set_caption(text).set_table_styles([
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},

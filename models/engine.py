@@ -254,7 +254,8 @@ def complete_acquire(mem, w, now):
     samples = t.samples
     n = gi[G_SAMPLEN]
     if n < samples.shape[0]:
-        samples[n] = latency
+        samples[n, 0] = latency
+        samples[n, 1] = latch
         gi[G_SAMPLEN] = n + 1
     if wi[w, W_WAITED] == 1:
         wait = wf[w, WF_WAITACC]

@@ -93,7 +93,8 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     truncated = raw.status != st.STATUS_DONE and not window_closed
     reason = _BOUND_TEXT.get(raw.status, "").format(max_events=raw.max_events,
                                                     max_sim_ms=raw.max_sim_ms)
-    samples = s.samples[: s.gi[st.G_SAMPLEN]] / 1000.0
+    sampled = s.samples[: s.gi[st.G_SAMPLEN]]
+    samples, sample_latch = sampled[:, 0] / 1000.0, sampled[:, 1].astype(np.int64)
 
     latch_rows, wait_rows, spin_rows = [], [], []
     classes = list(dict.fromkeys(spec.latch_class for spec in wl.latches if not spec.wait_type))
@@ -114,10 +115,11 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "spins": int(s.li[idx, st.L_SPINS].sum()),
             "backoffs": int(s.li[idx, st.L_BACKOFFS].sum()),
         })
-    # Per-acquire wait percentiles are over the whole sample (all latches of the run).
-    p50, p95, p99 = _percentiles(samples, [50, 95, 99])
+    # Per-acquire wait percentiles over the sampled acquires of each class's latches.
     for row in latch_rows:
-        row["p50_wait_ms"], row["p95_wait_ms"], row["p99_wait_ms"] = p50, p95, p99
+        idx = [k for k, spec in enumerate(wl.latches) if spec.latch_class == row["latch_class"]]
+        mine = samples[np.isin(sample_latch, idx)]
+        row["p50_wait_ms"], row["p95_wait_ms"], row["p99_wait_ms"] = _percentiles(mine, [50, 95, 99])
 
     def wait_row(name: str, lw: np.ndarray) -> dict[str, Any]:
         return {

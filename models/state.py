@@ -237,7 +237,7 @@ def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows
         "sf": ((schedulers, SF_NCOLS), f8), "lf": ((latches, LF_NCOLS), f8),
         "lw": ((latches, 5, LW_NCOLS), f8), "heap_t": ((heap,), f8), "prog_x": ((program,), f8),
         "trace_f": ((trace_rows, TRF_NCOLS), f8), "log_f": ((log_rows, ALF_NCOLS), f8),
-        "samples": ((samples,), f8),
+        "samples": ((samples, 2), f8),  # (latency, latch index) per acquire
         "bt": ((BT_NCOLS,), i8), "pages": ((pages, PG_NCOLS), i8), "leaves": ((pages,), i8),
         "heat": ((heat_rows, 2), f8), "keys": ((pages, key_slots), i8),
     }
@@ -266,7 +266,7 @@ def tables(mem):
         view(mem, fixed(mem, AT_PROG_X), (fixed(mem, G_PROGRAM),), f8),
         view(mem, fixed(mem, AT_TRACE_F), (fixed(mem, G_TRACE_ROWS), TRF_NCOLS), f8),
         view(mem, fixed(mem, AT_LOG_F), (fixed(mem, G_LOG_ROWS), ALF_NCOLS), f8),
-        view(mem, fixed(mem, AT_SAMPLES), (fixed(mem, G_SAMPLES),), f8),
+        view(mem, fixed(mem, AT_SAMPLES), (fixed(mem, G_SAMPLES), 2), f8),
         view(mem, fixed(mem, AT_BT), (BT_NCOLS,), i8),
         view(mem, fixed(mem, AT_PAGES), (fixed(mem, G_PAGES), PG_NCOLS), i8),
         view(mem, fixed(mem, AT_LEAVES), (fixed(mem, G_PAGES),), i8),

@@ -128,3 +128,13 @@ def test_calibrated_setups_hit_their_targets():
     assert hp.run().elapsed_ms / 1000 == pytest.approx(hp.POCHE["wall_s"], rel=0.05)
     assert hp.run(hp.wide()).extra["query_duration_ms"] / 1000 == pytest.approx(hp.POCHE["wide_s"], rel=0.08)
     assert hp.run(hp.SETUP_004).throughput_per_s == pytest.approx(hp.BIONDI_ROWS_PER_S, rel=0.08)
+
+
+def test_latch_percentiles_are_per_class():
+    """Each class's percentiles come from its own acquires: a class that never waited shows 0, not another's tail."""
+    r = run(**hp.wide(SMALL))
+    stats = r.latch_stats.set_index("latch_class")
+    assert set(stats.index) == {"BUFFER", "ALLOCATION"}
+    for cls, row in stats.iterrows():
+        assert row["p99_wait_ms"] <= row["max_wait_time_ms"] + 1e-9, cls
+    assert stats.loc["BUFFER", "p99_wait_ms"] > 0

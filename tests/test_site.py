@@ -218,7 +218,7 @@ def save_screenshots(page: Any, name: str) -> None:
     page.wait_for_timeout(200)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.screenshot(path=str(SHOTS / f"{name}-full.png"), full_page=True)
-    embed = page.locator(".vega-embed:has(.vega-bind input[type=range])").first
+    embed = page.locator(".vega-embed:has(.vega-bind input[type=range]), .vega-embed:has(.vega-bind select)").first
     embed.scroll_into_view_if_needed()
     embed.screenshot(path=str(SHOTS / f"{name}-explorer.png"))
     # The explorer in its page (for the README): scrolled so the chart sits below the page header.
@@ -302,8 +302,10 @@ def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
     check_page_offline(browser_context, f"{server}{doc}.html", server)
 
 
+_CONTROLS = ".vega-bind input[type=range], .vega-bind select"
+
 _SVG_OF_FIRST_BOUND_CHART = """() => {
-    const input = document.querySelector('.vega-bind input[type=range]');
+    const input = document.querySelector('.vega-bind input[type=range], .vega-bind select');
     const embed = input && input.closest('.vega-embed');
     const svg = embed && embed.querySelector('svg');
     return svg ? svg.innerHTML : null;
@@ -312,24 +314,34 @@ _SVG_OF_FIRST_BOUND_CHART = """() => {
 
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chapter_explorer_moves(browser_context: Any, server: str, doc: str) -> None:
-    """Moving an explorer slider redraws its chart with no kernel; a screenshot of the chapter is saved."""
+    """Moving an explorer's first control (slider or list) redraws its chart with no kernel; a screenshot of the
+    chapter is saved."""
     page, log = open_page(browser_context, f"{server}{doc}.html", server)
     try:
         check_charts(page)
         check_math(page)
-        sliders = page.locator(".vega-bind input[type=range]")
-        assert sliders.count() > 0, f"{doc}: no explorer slider (.vega-bind input[type=range]) on the page"
-        slider = sliders.first
-        slider.scroll_into_view_if_needed()
+        controls = page.locator(_CONTROLS)
+        assert controls.count() > 0, f"{doc}: no explorer control ({_CONTROLS}) on the page"
+        control = controls.first
+        control.scroll_into_view_if_needed()
         before = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
-        low, high, value = slider.evaluate("el => [Number(el.min), Number(el.max), Number(el.value)]")
-        target = low if abs(value - high) < 1e-12 else high
-        slider.fill(f"{target:g}")
+        if control.evaluate("el => el.tagName") == "SELECT":
+            options = control.evaluate("el => [...el.options].map(o => o.value)")
+            value = control.input_value()
+            target = next(o for o in options if o != value)
+            control.select_option(target)
+        else:
+            low, high, number = control.evaluate("el => [Number(el.min), Number(el.max), Number(el.value)]")
+            value, target = f"{number:g}", f"{(low if abs(number - high) < 1e-12 else high):g}"
+            control.fill(target)
         page.wait_for_timeout(500)
         after = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
-        assert before is not None and after is not None, "the slider's chart has no SVG"
-        assert after != before, f"{doc}: moving the slider from {value:g} to {target:g} did not change the chart"
-        slider.fill(f"{value:g}")  # back to the start, so the screenshots show the default view
+        assert before is not None and after is not None, "the control's chart has no SVG"
+        assert after != before, f"{doc}: moving the control from {value} to {target} did not change the chart"
+        if control.evaluate("el => el.tagName") == "SELECT":  # back to the start, so the screenshots show the default
+            control.select_option(value)
+        else:
+            control.fill(value)
         settle(page)
         save_screenshots(page, Path(doc).name)
         assert not log.problems(), "\n".join(log.problems())
