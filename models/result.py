@@ -108,6 +108,9 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "wait_time_ms": float(lw[:, :, st.LW_TIME].sum()) / 1000.0,
             "max_wait_time_ms": float(lw[:, :, st.LW_MAX].max()) / 1000.0,
             "acquires": int(s.li[idx, st.L_ACQ].sum()),
+            # per-acquire wait percentiles over the sampled acquires of this class's latches
+            **dict(zip(("p50_wait_ms", "p95_wait_ms", "p99_wait_ms"),
+                       _percentiles(samples[np.isin(sample_latch, idx)], [50, 95, 99]))),
         })
         spin_rows.append({
             "name": cls,
@@ -115,11 +118,6 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "spins": int(s.li[idx, st.L_SPINS].sum()),
             "backoffs": int(s.li[idx, st.L_BACKOFFS].sum()),
         })
-    # Per-acquire wait percentiles over the sampled acquires of each class's latches.
-    for row in latch_rows:
-        idx = [k for k, spec in enumerate(wl.latches) if spec.latch_class == row["latch_class"]]
-        mine = samples[np.isin(sample_latch, idx)]
-        row["p50_wait_ms"], row["p95_wait_ms"], row["p99_wait_ms"] = _percentiles(mine, [50, 95, 99])
 
     def wait_row(name: str, lw: np.ndarray) -> dict[str, Any]:
         return {

@@ -304,12 +304,12 @@ def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
 
 _CONTROLS = ".vega-bind input[type=range], .vega-bind select"
 
-_SVG_OF_FIRST_BOUND_CHART = """() => {
-    const input = document.querySelector('.vega-bind input[type=range], .vega-bind select');
+_SVG_OF_FIRST_BOUND_CHART = f"""() => {{
+    const input = document.querySelector('{_CONTROLS}');
     const embed = input && input.closest('.vega-embed');
     const svg = embed && embed.querySelector('svg');
     return svg ? svg.innerHTML : null;
-}"""
+}}"""
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
@@ -325,7 +325,8 @@ def test_chapter_explorer_moves(browser_context: Any, server: str, doc: str) -> 
         control = controls.first
         control.scroll_into_view_if_needed()
         before = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
-        if control.evaluate("el => el.tagName") == "SELECT":
+        is_list = control.evaluate("el => el.tagName") == "SELECT"
+        if is_list:
             options = control.evaluate("el => [...el.options].map(o => o.value)")
             value = control.input_value()
             target = next(o for o in options if o != value)
@@ -338,7 +339,8 @@ def test_chapter_explorer_moves(browser_context: Any, server: str, doc: str) -> 
         after = page.evaluate(_SVG_OF_FIRST_BOUND_CHART)
         assert before is not None and after is not None, "the control's chart has no SVG"
         assert after != before, f"{doc}: moving the control from {value} to {target} did not change the chart"
-        if control.evaluate("el => el.tagName") == "SELECT":  # back to the start, so the screenshots show the default
+        # back to the start, so the screenshots show the default view
+        if is_list:
             control.select_option(value)
         else:
             control.fill(value)
