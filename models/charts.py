@@ -10,6 +10,7 @@ from a sweep stays interactive in the static site with no kernel.
 - :func:`wait_distribution`: the per-acquire latch wait, as an ECDF with p50, p99 and max.
 - :func:`throughput_vs`: a metric against a parameter, with reference lines.
 - :func:`dmv_table`: a DMV-shaped DataFrame as a readable table.
+- :func:`grant_timeline`: queries waiting for memory grants, running and failing, over the memory granted.
 - :func:`explorer`: a sweep with sliders and dropdowns bound to Altair parameters; a metric
   whose ``<metric>_ci95`` column is in the frame gets its 95% confidence interval as a band.
 """
@@ -41,7 +42,7 @@ __all__ = [
     "STATES", "STATE_COLORS", "label", "timeline", "timeline_compare", "wait_distribution",
     "throughput_vs", "dmv_table", "explorer", "wait_summary",
     "series_lines", "time_to_convoy", "points_vs_formula",
-    "against_diagonal", "time_split",
+    "against_diagonal", "time_split", "grant_timeline", "stacked_counts",
 ]
 
 # Fixed order and colour-blind-safe colours (Okabe-Ito), so a state has one colour in every chart.
@@ -796,3 +797,94 @@ def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: s
     ).properties(width=width, height=height)
     return chart.facet(column=alt.Column("run:N", title=None, sort=list(frames))).properties(
         title=_title(title, caption))
+
+
+# ---------------------------------------------------------------- memory chapter
+
+# A query's phases in the grant timeline, and its outcomes and rowgroup states, in the book's colours.
+PHASE_COLORS = {
+    "waiting for memory": STATE_COLORS["suspended"],
+    "compressing": STATE_COLORS["running"],
+    "writing delta stores": STATE_COLORS["runnable"],
+}
+OUTCOME_COLORS = {"granted at once": "#009E73", "forced, compressed": "#56B4E9",
+                  "forced, delta stores only": "#E69F00", "error 8645": "#D55E00"}
+ROWGROUP_COLORS = {"compressed": "#009E73", "delta store": "#E69F00"}
+
+
+def query_phases(queries: pd.DataFrame, behaviour: str) -> pd.DataFrame:
+    """A per-query table (``Result.queries``) as timeline bars: waiting for memory, then its work (seconds)."""
+    rows = []
+    for q in queries.itertuples(index=False):
+        start, granted = q.start_ms / 1000.0, (q.start_ms + q.grant_wait_ms) / 1000.0
+        end = (q.start_ms + q.elapsed_ms) / 1000.0
+        name = f"insert {q.query}"
+        if q.grant_wait_ms > 0:
+            rows.append((name, "waiting for memory", start, granted, q.outcome))
+        if q.outcome != "error_8645":
+            delta = q.outcome == "forced_minimum" and behaviour == "cu14"
+            rows.append((name, "writing delta stores" if delta else "compressing", granted, end, q.outcome))
+    return pd.DataFrame(rows, columns=["query", "phase", "start_s", "end_s", "outcome"])
+
+
+def grant_timeline(queries: pd.DataFrame, grants: pd.DataFrame, *, behaviour: str, target_mb: float,
+                   limit_mb: float, title: str, caption: str, width: int = 520) -> alt.VConcatChart:
+    """Who waits, who runs and who fails (top), and the memory granted against the target and the limit (below)."""
+    bars = query_phases(queries, behaviour)
+    names = list(dict.fromkeys(f"insert {q}" for q in queries["query"]))
+    end_s = float(max(bars["end_s"].max() if len(bars) else 0.0, grants["time_ms"].max() / 1000.0))
+    x = alt.X("start_s:Q", title="time since the first insert started (s)", scale=alt.Scale(domain=[0, end_s]))
+    phases = [p for p in PHASE_COLORS if p in set(bars["phase"])]
+    gantt = alt.Chart(_records(bars)).mark_bar(height=14).encode(
+        x=x, x2="end_s:Q", y=alt.Y("query:N", title=None, sort=names),
+        color=alt.Color("phase:N", title=None, sort=phases, legend=alt.Legend(orient="top", direction="horizontal"),
+                        scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases])),
+        tooltip=["query:N", "phase:N", "outcome:N", alt.Tooltip("start_s:Q", format=".1f"),
+                 alt.Tooltip("end_s:Q", format=".1f")])
+    failed = queries[queries["outcome"] == "error_8645"]
+    layers = [gantt]
+    if len(failed):
+        marks = pd.DataFrame({"query": [f"insert {q}" for q in failed["query"]],
+                              "start_s": (failed["start_ms"] + failed["elapsed_ms"]).to_numpy() / 1000.0,
+                              "label": "error 8645"})
+        layers.append(alt.Chart(_records(marks)).mark_text(align="left", dx=4, color=OUTCOME_COLORS["error 8645"],
+                                                          fontWeight="bold")
+                      .encode(x=x, y=alt.Y("query:N", sort=names), text="label:N"))
+    top = alt.layer(*layers).properties(width=width, height=22 * len(names))
+    steps = pd.concat([grants, pd.DataFrame({"time_ms": [end_s * 1000.0], "granted_mb": [grants["granted_mb"].iloc[-1]],
+                                             "waiters": [grants["waiters"].iloc[-1]]})], ignore_index=True)
+    steps = steps.assign(time_s=steps["time_ms"] / 1000.0).drop_duplicates("time_s", keep="last")
+    memory = alt.Chart(_records(steps[["time_s", "granted_mb", "waiters"]])).mark_line(
+        interpolate="step-after", color="#0072B2").encode(
+        x=alt.X("time_s:Q", title="time since the first insert started (s)", scale=alt.Scale(domain=[0, end_s])),
+        y=alt.Y("granted_mb:Q", title="memory granted (MB)",
+                scale=alt.Scale(domain=[0, max(limit_mb, float(steps["granted_mb"].max())) * 1.05])),
+        tooltip=[alt.Tooltip("time_s:Q", format=".1f"), alt.Tooltip("granted_mb:Q", format=",.0f"), "waiters:Q"])
+    lines = pd.DataFrame({"mb": [target_mb, limit_mb],
+                          "label": [f"semaphore target {target_mb:,.0f} MB", f"max server memory {limit_mb:,.0f} MB"]})
+    rules = alt.Chart(_records(lines)).mark_rule(strokeDash=[5, 4], color="#555").encode(y="mb:Q")
+    texts = alt.Chart(_records(lines)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
+        y="mb:Q", x=alt.value(0), text="label:N")
+    bottom = alt.layer(memory, rules, texts).properties(width=width, height=170)
+    return alt.vconcat(top, bottom).resolve_scale(color="independent").properties(title=_title(title, caption))
+
+
+def stacked_counts(df: pd.DataFrame, y: str, x: str, color: str, colors: Mapping[str, str], *, row: str | None = None,
+                   title: str, caption: str, x_title: str, y_title: str | None = None, width: int = 440,
+                   bar_height: int = 18) -> alt.Chart | alt.FacetChart:
+    """Horizontal bars of counts per ``y``, stacked by ``color`` in fixed colours; ``row`` stacks panels vertically."""
+    order = [c for c in colors if c in set(df[color])]
+    names = list(dict.fromkeys(df[y].astype(str)))
+    data = df.assign(**{y: df[y].astype(str)}, order=df[color].map(list(colors).index))
+    chart = alt.Chart(_records(data)).mark_bar().encode(
+        y=alt.Y(f"{y}:N", title=y_title, sort=names),
+        x=alt.X(f"{x}:Q", title=x_title, stack="zero", axis=alt.Axis(tickMinStep=1)),
+        color=alt.Color(f"{color}:N", title=None, sort=order, legend=alt.Legend(orient="top", direction="horizontal"),
+                        scale=alt.Scale(domain=order, range=[colors[c] for c in order])),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}")
+                 for c in dict.fromkeys([c for c in (row, y, color, x) if c])],
+    ).properties(width=width, height=bar_height * len(names))
+    if row is not None:
+        chart = chart.facet(row=alt.Row(f"{row}:N", title=None, sort=list(dict.fromkeys(df[row]))))
+    return chart.properties(title=_title(title, caption))

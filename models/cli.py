@@ -65,10 +65,12 @@ def _run(scenario: str, assignments: list[str], as_json: bool) -> None:
         return
     flag = f"  TRUNCATED: {result.truncated_reason}" if result.truncated else ""
     print(f"{scenario}: elapsed {result.elapsed_ms:,.3f} ms, throughput {result.throughput_per_s:,.1f}/s{flag}\n")
-    print(_table("sys.dm_os_latch_stats", result.latch_stats))
-    print(_table("sys.dm_os_wait_stats", result.wait_stats))
-    print(_table("sys.dm_os_spinlock_stats", result.spin_stats))
-    print(_table("schedulers", result.schedulers))
+    tables = [("queries (one row per query)", result.queries), ("sys.dm_os_latch_stats", result.latch_stats),
+              ("sys.dm_os_wait_stats", result.wait_stats), ("sys.dm_os_spinlock_stats", result.spin_stats),
+              ("schedulers", result.schedulers)]
+    for title, table in tables:
+        if table is not None and len(table):  # a workload without latches has no latch or spinlock rows
+            print(_table(title, table))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,15 @@ Latch policies (per latch):
   round, backs off ``backoff_us * 2**k`` keeping its scheduler, and after
   ``max_backoffs`` back-offs suspends in the FIFO queue.
 
+Queries (the memory chapter): a coordinator asks the memory-grant semaphore
+for its query's grant (:mod:`models.grants`), waiting in its FIFO queue with
+a time-out timer; once granted or forced it starts its parallel workers
+(FORK), waits for them (JOIN) and frees the grant.  An OS call waits its
+turn in one serialised path, spinning (CPU) or preemptively (a wait).  These
+instructions run in :func:`query_step`, off the latch path, and add two
+timer events (:func:`on_timer`); a run that uses none of them does exactly
+what it did before they existed.
+
 How the loop is laid out, and why (``benchmarks/engine.py`` times it against
 a bare heap simulation of the same model):
 
@@ -71,18 +80,24 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from models import btree as bx
+from models import grants as gr
 from models import latch as lt
 from models import scheduler as sch
 from models.program import (
-    ACQUIRE, BR_ALWAYS, BR_FULL, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, BRANCH, CPU, END,
-    FIND, FIND_LEAF, FIND_ROOT, INSERT, LOOP, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE,
-    ROW, SCALED, SLEEP, UNIT, YIELD,
+    ACQUIRE, BR_ALWAYS, BR_FAILED, BR_FORCED, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE,
+    BR_PARENT_FULL, BRANCH, CPU, END, FIND, FIND_LEAF, FIND_ROOT, FORK, FREE, GRANT, INSERT, JOIN, LOOP,
+    OS_SPIN, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE, ROW, SCALED, SLEEP, UNIT, YIELD,
 )
 from models.rng import draw
 from models.state import (
     ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ,
     AL_SUSPENDED, AL_WORKER, BACKOFF, BT_OVERFLOW, BT_PAGE_LATCH0, DONE, EV_BACKOFF_DONE, EV_CPU_DONE,
-    EV_DISPATCHED, EV_SEQ_SHIFT, EV_SLEEP_DONE, EV_SPIN_DONE, EV_WAKE, EV_WORKER_BITS, FAIR,
+    EV_DISPATCHED, EV_SEQ_SHIFT, EV_SLEEP_DONE, EV_SPIN_DONE, EV_START, EV_TIMEOUT, EV_WAKE, EV_WORKER_BITS, FAIR,
+    G_JOIN_WAITS, G_OS_CALLS, G_OS_WAITS, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT, G_SEM_TIMEOUTS, G_SEM_WAITS,
+    GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_OS_BUSY, GF_OS_FREE, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT,
+    GF_SEM_MAXWAIT, GF_SEM_WAIT, GRANT_FAILED, GRANT_FORCED, GRANT_GRANTED, GRANT_WAITING,
+    W_CHILDREN, W_GNEED, W_GWANT, W_OUTCOME, W_PARENT, WF_GDEADLINE, WF_GREQ, WF_GTIMER, WF_GWAIT, WF_JOINT,
+    WF_KERNEL, WF_OSWAIT,
     FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_LOGN,
     G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
     G_TRACEN, G_UNITS, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
@@ -473,6 +488,9 @@ def end_worker(mem, w, now):
         gi[G_MAIN_LEFT] -= 1
         if gi[G_MAIN_LEFT] == 0:
             t.gf[GF_END] = now
+    parent = t.wi[w, W_PARENT]
+    if parent >= 0:
+        end_child(mem, parent, now)
     give_up_scheduler(mem, w, now)
 
 
@@ -533,8 +551,12 @@ def index_step(mem, w, pc, now):
             jump = bx.full(bt, pages, wi[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
         elif b == BR_OUTSIDE:
             jump = bx.outside(bt, pages, leaves, page, key)
-        else:  # BR_MORE_ROWS
+        elif b == BR_MORE_ROWS:
             jump = wi[w, W_BATCH] > 0
+        elif b == BR_FORCED:
+            jump = wi[w, W_OUTCOME] == GRANT_FORCED
+        else:  # BR_FAILED
+            jump = wi[w, W_OUTCOME] == GRANT_FAILED
         if jump:
             return a
     elif op == INSERT:
@@ -549,6 +571,169 @@ def index_step(mem, w, pc, now):
         wi[w, W_REG0 + R_NEW] = bx.page_latch(bt, fresh)
         wi[w, W_SCALE] = moved
     return pc + 1
+
+
+# ---------------------------------------------------------------- queries: memory grants, parallel workers, OS calls
+
+
+@njit(**_JIT)
+def end_wait_for_grant(mem, w, now):
+    """``w``'s RESOURCE_SEMAPHORE wait is over (granted, forced or failed): count it and signal ``w``."""
+    t = tables(mem)
+    gi, gf, wf = t.gi, t.gf, t.wf
+    wait = now - wf[w, WF_GREQ]
+    wf[w, WF_GWAIT] = wait
+    gi[G_SEM_WAITS] += 1
+    gf[GF_SEM_WAIT] += wait
+    if wait > gf[GF_SEM_MAXWAIT]:
+        gf[GF_SEM_MAXWAIT] = wait
+    signal(mem, w, FLAG_NONE, now)
+
+
+@njit(**_JIT)
+def serve_grants(mem, now):
+    """Grant the queue's requests in order while the head fits under the target (FIFO: no skipping)."""
+    t = tables(mem)
+    gi, wi = t.gi, t.wi
+    while True:
+        head = gr.head_fits(gi, wi)
+        if head < 0:
+            break
+        gr.remove(gi, wi, head)
+        gr.give(gi, wi, head, wi[head, W_GWANT], GRANT_GRANTED)
+        end_wait_for_grant(mem, head, now)
+    gr.log(gi, t.glog, now)
+
+
+@njit(**_JIT)
+def on_timer(mem, w, kind, now):
+    """A forked worker starts, or a grant request's time-out fires.
+
+    At the time-out a request still queued leaves the queue and is forced its
+    required minimum if that fits under the limit, else it fails (error
+    8645).  A worker keeps one timer at a time: a timer left from a request
+    that was granted in time finds no request at its deadline and re-arms for
+    the worker's next request, if it has one.
+    """
+    if kind == EV_START:
+        on_arrival(mem, w, now)
+        return
+    t = tables(mem)
+    gi, wi, wf = t.gi, t.wi, t.wf
+    wf[w, WF_GTIMER] = -1.0
+    if wi[w, W_OUTCOME] != GRANT_WAITING:
+        return
+    if wf[w, WF_GDEADLINE] > now:
+        wf[w, WF_GTIMER] = wf[w, WF_GDEADLINE]
+        push_event(mem, wf[w, WF_GDEADLINE], EV_TIMEOUT, w, now)
+        return
+    gr.remove(gi, wi, w)
+    if gi[G_SEM_GRANTED] + wi[w, W_GNEED] <= gi[G_SEM_LIMIT]:
+        gr.give(gi, wi, w, wi[w, W_GNEED], GRANT_FORCED)
+        gi[G_SEM_FORCED] += 1
+    else:
+        wi[w, W_OUTCOME] = GRANT_FAILED
+        gi[G_SEM_TIMEOUTS] += 1
+    end_wait_for_grant(mem, w, now)
+    serve_grants(mem, now)
+
+
+@njit(**_JIT)
+def end_child(mem, parent, now):
+    """A forked worker ended: the last one wakes its parent if the parent waits at its JOIN."""
+    t = tables(mem)
+    wi, wf, gf = t.wi, t.wf, t.gf
+    wi[parent, W_CHILDREN] -= 1
+    if wi[parent, W_CHILDREN] > 0 or wi[parent, W_STATE] != SUSPENDED:
+        return
+    if t.prog_i[wi[parent, W_PC] - 1, 0] != JOIN:
+        return
+    wait = now - wf[parent, WF_JOINT]
+    t.gi[G_JOIN_WAITS] += 1
+    gf[GF_JOIN_WAIT] += wait
+    if wait > gf[GF_JOIN_MAXWAIT]:
+        gf[GF_JOIN_MAXWAIT] = wait
+    signal(mem, parent, FLAG_NONE, now)
+
+
+@njit(**_JIT)
+def leave_scheduler_waiting(mem, w, pc, now):
+    """``w`` suspends (its program goes on at ``pc`` when it runs again) and gives its scheduler up."""
+    tables(mem).wi[w, W_PC] = pc
+    set_state(mem, w, SUSPENDED, now)
+    give_up_scheduler(mem, w, now)
+
+
+@njit(**_JIT)
+def query_step(mem, w, pc, now):
+    """Run one query instruction (GRANT, FREE, FORK, JOIN, OSCALL); the next address, or -1 if ``w`` stopped."""
+    t = tables(mem)
+    gi, gf, wi, wf = t.gi, t.gf, t.wi, t.wf
+    op, a, b, c = t.prog_i[pc, 0], t.prog_i[pc, 1], t.prog_i[pc, 2], t.prog_i[pc, 3]
+    if op == GRANT:
+        wi[w, W_GWANT] = a
+        wi[w, W_GNEED] = b
+        wf[w, WF_GREQ] = now
+        wf[w, WF_GWAIT] = 0.0
+        if gr.fits_now(gi, a):
+            gr.give(gi, wi, w, a, GRANT_GRANTED)
+            gr.log(gi, t.glog, now)
+            return pc + 1
+        gr.enqueue(gi, wi, w)
+        gr.log(gi, t.glog, now)
+        deadline = now + t.prog_x[pc]
+        wf[w, WF_GDEADLINE] = deadline
+        if wf[w, WF_GTIMER] <= now:  # no timer pending (one left from an earlier request re-arms itself)
+            wf[w, WF_GTIMER] = deadline
+            push_event(mem, deadline, EV_TIMEOUT, w, now)
+        leave_scheduler_waiting(mem, w, pc + 1, now)
+        return -1
+    if op == FREE:
+        gr.take_back(gi, wi, w)
+        serve_grants(mem, now)
+        return pc + 1
+    if op == FORK:
+        for k in range(1, c + 1):
+            child = w + k
+            wi[child, W_PARENT] = w
+            wi[child, W_PC] = a  # (its arrival time stays infinite: the arrival list never takes it)
+            push_event(mem, now, EV_START, child, now)
+        wi[w, W_CHILDREN] += c
+        gi[G_MAIN_LEFT] += c
+        return pc + 1
+    if op == JOIN:
+        if wi[w, W_CHILDREN] == 0:
+            return pc + 1
+        wf[w, WF_JOINT] = now
+        leave_scheduler_waiting(mem, w, pc + 1, now)
+        return -1
+    # OSCALL: first come, first served through one path; the worker's own call ends at ``done``.
+    work = draw(t.rng, gf, GF_LOG_AHEAD, b, t.prog_x[pc])
+    start = max(now, gf[GF_OS_FREE])
+    done = start + work
+    gf[GF_OS_FREE] = done
+    gf[GF_OS_BUSY] += work
+    gf[GF_OS_QUEUE] += start - now
+    gi[G_OS_CALLS] += 1
+    dur = done - now
+    if a == OS_SPIN:  # in the kernel on this worker's thread: its scheduler stays busy
+        wi[w, W_PC] = pc + 1
+        wf[w, WF_CPU] += dur
+        wf[w, WF_KERNEL] += dur
+        gf[GF_OS_KERNEL] += dur
+        t.sf[wi[w, W_SCHED], SF_BUSY] += dur
+        wf[w, WF_BURSTEND] = done
+        push_event(mem, done, EV_CPU_DONE, w, now)
+    else:  # preemptive: the scheduler is free meanwhile, and the time is a wait
+        wf[w, WF_OSWAIT] += dur
+        gf[GF_OS_KERNEL] += work
+        gf[GF_OS_WAIT] += dur
+        gi[G_OS_WAITS] += 1
+        if dur > gf[GF_OS_MAXWAIT]:
+            gf[GF_OS_MAXWAIT] = dur
+        leave_scheduler_waiting(mem, w, pc + 1, now)
+        push_event(mem, done, EV_SLEEP_DONE, w, now)
+    return -1
 
 
 @njit(**_INLINE)
@@ -639,8 +824,12 @@ def execute(mem, w, now):
             wi[w, W_PC] = pc + 1
             sleep_worker(mem, w, draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc]), now)
             return
-        else:  # the index instructions
+        elif op < GRANT:  # the index instructions
             pc = index_step(mem, w, pc, now)
+        else:  # the query instructions: memory grants, parallel workers, OS calls
+            pc = query_step(mem, w, pc, now)
+            if pc < 0:
+                return
 
 
 # ---------------------------------------------------------------- event handlers
@@ -808,8 +997,11 @@ def run_events(mem, max_events, chunk_end):
         elif kind == EV_WAKE:
             wake(mem, w, now)
             go = False
-        else:  # EV_SLEEP_DONE
+        elif kind == EV_SLEEP_DONE:
             on_sleep_done(mem, w, now)
+            go = False
+        else:  # the timers: a grant time-out, a forked worker's start
+            on_timer(mem, w, kind, now)
             go = False
         if go:
             execute(mem, w, now)
@@ -834,7 +1026,7 @@ from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
-from models.program import EXPONENTIAL, Program  # noqa: E402
+from models.program import EXPONENTIAL, OSCALL, Program  # noqa: E402
 from models.rng import exponential, seed_state, start_ahead  # noqa: E402
 
 
@@ -882,6 +1074,14 @@ class IndexSpec:
 
 
 @dataclass
+class MemorySpec:
+    """The memory-grant semaphore (:mod:`models.grants`): grants wait above ``target_kb``; forced ones fail above ``limit_kb``."""
+
+    target_kb: int
+    limit_kb: int
+
+
+@dataclass
 class Workload:
     """Everything the event loop needs: programs, workers, latches, schedulers and costs.
 
@@ -895,6 +1095,12 @@ class Workload:
     workers loop for ever): the run stops when the window closes and is not
     truncated.  ``count_units`` makes the throughput the program's UNIT
     instructions per second instead of ``work_units`` or latch acquires.
+
+    A worker with an infinite arrival time never arrives by itself: it is a
+    parallel worker that its query's coordinator starts with FORK (the
+    workers right after the coordinator).  ``memory`` sets up the grant
+    semaphore.  ``expected_events`` and ``expected_ms`` size the event bound
+    and the progress reports of a workload without latches.
     """
 
     program: Program
@@ -915,6 +1121,10 @@ class Workload:
     window_us: float = 0.0
     count_units: bool = False
     index: IndexSpec | None = None
+    memory: MemorySpec | None = None
+    os_wait_type: str = ""  # the wait type of a preemptive OSCALL ("": the program makes none)
+    expected_events: int = 0
+    expected_ms: float = 0.0
     collect: Callable[[st.State], dict] | None = None
     extra: dict = field(default_factory=dict)
 
@@ -953,12 +1163,15 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     samples = min(max(workload.expected_acquires, 1), 5_000_000)
     prog_i, prog_x = workload.program.arrays()
     index = workload.index
+    memory = workload.memory
     s = st.allocate(n_workers, workload.schedulers, len(workload.latches), prog_i.shape[0], trace_events,
                     record_acquires, samples, index.pages if index else 0, index.heat_rows if index else 0,
-                    index.capacity if index else 0)
+                    index.capacity if index else 0, 4 * n_workers + 16 if memory else 0)
     # Fixed durations go on the tick once; exponential ones keep their exact mean.
-    timed = (prog_i[:, 0] == CPU) | (prog_i[:, 0] == SLEEP)
-    on_tick_x = (timed & (prog_i[:, 1] != EXPONENTIAL)) | (prog_i[:, 0] == YIELD)
+    ops = prog_i[:, 0]
+    timed = (ops == CPU) | (ops == SLEEP)
+    on_tick_x = ((timed & (prog_i[:, 1] != EXPONENTIAL)) | (ops == YIELD) | (ops == GRANT)
+                 | ((ops == OSCALL) & (prog_i[:, 2] != EXPONENTIAL)))
     s.prog_i[:] = prog_i
     s.prog_x[:] = np.where(on_tick_x, to_ticks(prog_x), prog_x)
     if index is not None:
@@ -976,7 +1189,11 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         s.lf[k, st.LF_SPIN_US] = to_ticks(spec.spin_us)
         s.lf[k, st.LF_BACKOFF_US] = to_ticks(spec.backoff_us)
         s.lf[k, st.LF_CONTCOST] = to_ticks(spec.contender_cost_us)
-    s.gi[st.G_MAIN_LEFT] = int(n_workers - s.wi[:, st.W_DAEMON].sum())
+    forked = ~np.isfinite(np.asarray(workload.worker_arrival_us, dtype=np.float64))  # started by FORK, if at all
+    s.gi[st.G_MAIN_LEFT] = int(((s.wi[:, st.W_DAEMON] == 0) & ~forked).sum())
+    if memory is not None:
+        s.gi[st.G_SEM_TARGET] = memory.target_kb
+        s.gi[st.G_SEM_LIMIT] = memory.limit_kb
     s.gf[st.GF_QUANTUM] = to_ticks(workload.quantum_us)
     s.gf[st.GF_SWITCH] = to_ticks(workload.context_switch_us)
     s.gf[st.GF_WAKEUP] = to_ticks(workload.wakeup_us)
@@ -989,15 +1206,20 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     start_ahead(s.rng, s.gf, st.GF_LOG_AHEAD)
     s.order[:] = np.argsort(s.wf[:, st.WF_ARRIVE], kind="stable")
     if max_events <= 0:
-        max_events = 60 * max(workload.expected_acquires, 1) + 20 * n_workers + 1_000_000
+        max_events = (60 * max(workload.expected_acquires, 1) + 4 * workload.expected_events
+                      + 20 * n_workers + 1_000_000)
     expected = max(workload.expected_acquires, 1)
     done_events = 0
     while True:
         status = run_events(s.address, max_events, min(done_events + chunk, max_events))
         done_events = int(s.gi[st.G_EVENTS])
         if progress is not None:
-            done = (s.gf[st.GF_NOW] / s.gf[st.GF_MAX_TIME] if workload.window_us > 0
-                    else s.li[:, st.L_ACQ].sum() / expected)
+            if workload.window_us > 0:
+                done = s.gf[st.GF_NOW] / s.gf[st.GF_MAX_TIME]
+            elif workload.expected_ms > 0:
+                done = s.gf[st.GF_NOW] / 1000.0 / workload.expected_ms
+            else:
+                done = s.li[:, st.L_ACQ].sum() / expected
             progress(min(1.0, done) if status == st.STATUS_CHUNK else 1.0)
         if status != st.STATUS_CHUNK:
             if index is not None and s.bt[st.BT_OVERFLOW]:

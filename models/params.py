@@ -131,6 +131,12 @@ def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: f
     )
 
 
+def scheduling_params(*, schedulers: int) -> tuple[Param, ...]:
+    """The shared entries of a workload with no latch: schedulers, quantum, hand-off costs and seed (no policy or spin knobs)."""
+    keep = ("schedulers", "quantum_ms", "context_switch_us", "wakeup_us", "seed")
+    return tuple(p for p in common_params(schedulers=schedulers) if p.name in keep)
+
+
 def latch_knobs(values: dict[str, Any]) -> dict[str, Any]:
     """The policy and spin parameters as keyword arguments for a LatchSpec."""
     return {

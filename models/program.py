@@ -31,10 +31,24 @@ opcode         meaning (operands)
 ``FIND``       look the row's key up in the index: ``b`` = 0 names its root
                (and its flow-control gate), 1 its leaf's parent, 2 its leaf.
 ``BRANCH``     go to ``a`` if condition ``b`` holds (BR_ALWAYS, BR_FULL,
-               BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS).
+               BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS; and
+               BR_FORCED, BR_FAILED on the worker's memory grant).
 ``INSERT``     add the row to its leaf page.
 ``SPLIT``      split the row's full leaf (and a full parent first): a new
                page at the end for an ascending key, else half the rows move.
+``GRANT``      ask the memory-grant semaphore for ``a`` KB (requested), with
+               ``b`` KB required; wait in its FIFO queue for at most ``x``
+               us, then take ``b`` KB if it fits under the limit (a forced
+               grant) or fail (error 8645) (:mod:`models.grants`).
+``FREE``       return the worker's grant.
+``FORK``       start the ``c`` workers after this one (the query's parallel
+               workers) at address ``a``; they run under this worker's grant.
+``JOIN``       wait until every worker this one forked has ended.
+``OSCALL``     ``x`` us of work (``b`` = FIXED or EXPONENTIAL) in a serialised
+               path of the operating system: wait for it (first come, first
+               served), then do it.  ``a`` = OS_SPIN: the worker keeps its
+               scheduler and spins, so the time is CPU; OS_PREEMPTIVE: it
+               leaves its scheduler, a wait.
 =============  ===========================================================
 
 An ACQUIRE or RELEASE whose latch operand is negative names a register, the
@@ -58,15 +72,14 @@ How the later chapters are expressed without a new event loop:
   acquire per 8,000-byte chunk, with a longer hold where an append starts a
   new page; the run counts UNITs over a window of simulated time
   (:mod:`models.scenarios.version_store`).
-* **CCI memory grants**: the resource semaphore is one more kind of latch
-  whose grant test is "units held + units asked <= capacity" instead of the
-  mode matrix (the ACQUIRE's ``c`` operand carries the units: requested
-  memory), and its FIFO wait queue is the grant queue.  The 25 s time-out is
-  a timer event on the waiting worker: if it fires before the grant, the
-  worker leaves the queue and its program continues at a fallback address
-  (the ACQUIRE's ``x`` operand), where it asks again for the required memory
-  only and writes to a delta store.  Both fit the existing loop (one more
-  event kind, one more grant test); the memory chapter adds them.
+* **CCI memory grants** (built): a query's coordinator asks for its grant
+  (GRANT), waiting in the semaphore's FIFO queue; the time-out is a timer
+  event on the waiting worker.  Once granted (or forced) it FORKs its
+  parallel workers, which share the grant, JOINs them and FREEs the grant;
+  BRANCH on the grant's outcome picks compression or the delta-store path,
+  or the error (:mod:`models.scenarios.cci_insert`).  Memory given back to
+  the operating system during compression is an OSCALL per batch of pages
+  (:mod:`models.scenarios.cci_decommit`).
 """
 
 from __future__ import annotations
@@ -77,10 +90,13 @@ import numpy as np
 
 from models.state import LOOP_SLOTS, REGISTERS
 
-# Opcodes.
-CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT, SLEEP, ROW, FIND, BRANCH, INSERT, SPLIT = range(13)
+# Opcodes (the query instructions, GRANT and after, are run by models.engine.query_step).
+(CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT, SLEEP, ROW, FIND, BRANCH, INSERT, SPLIT,
+ GRANT, FREE, FORK, JOIN, OSCALL) = range(18)
 OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END", "UNIT", "SLEEP", "ROW", "FIND",
-                "BRANCH", "INSERT", "SPLIT")
+                "BRANCH", "INSERT", "SPLIT", "GRANT", "FREE", "FORK", "JOIN", "OSCALL")
+# OSCALL: spin in the kernel holding the scheduler (CPU), or leave it (a preemptive wait).
+OS_SPIN, OS_PREEMPTIVE = 0, 1
 
 # CPU burst distributions (SCALED: x times the rows the worker's last SPLIT moved).
 FIXED, EXPONENTIAL, SCALED = 0, 1, 2
@@ -90,7 +106,7 @@ DISTRIBUTIONS = {"fixed": FIXED, "exponential": EXPONENTIAL}
 R_ROOT, R_PARENT, R_LEAF, R_GATE, R_NEW = range(REGISTERS)
 # FIND stages and BRANCH conditions.
 FIND_ROOT, FIND_PARENT, FIND_LEAF = 0, 1, 2
-BR_ALWAYS, BR_FULL, BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS = range(6)
+BR_ALWAYS, BR_FULL, BR_NOT_FULL, BR_PARENT_FULL, BR_OUTSIDE, BR_MORE_ROWS, BR_FORCED, BR_FAILED = range(8)
 
 
 def register(r: int) -> int:
@@ -185,6 +201,36 @@ class Program:
     def split(self) -> int:
         """Split the row's full leaf page."""
         return self._emit(SPLIT)
+
+    def grant(self, requested_kb: int, required_kb: int, timeout_us: float) -> int:
+        """Ask for a memory grant of ``requested_kb``; at ``timeout_us`` settle for ``required_kb`` or fail."""
+        if not 0 < required_kb <= requested_kb:
+            raise ValueError(f"required_kb={required_kb} must be above 0 and at most requested_kb={requested_kb}")
+        if not timeout_us > 0:
+            raise ValueError(f"timeout_us={timeout_us} must be above 0")
+        # One time-out for every request: a worker's timer left from an earlier request is then never due after
+        # a later request's deadline, so that timer can re-arm for it (models.engine.on_timer).
+        others = {x for op, x in zip(self.op, self.x) if op == GRANT} - {float(timeout_us)}
+        if others:
+            raise ValueError(f"timeout_us={timeout_us} differs from this table's other grants ({min(others)} us): "
+                             "use one time-out for every GRANT")
+        return self._emit(GRANT, int(requested_kb), int(required_kb), 0, timeout_us)
+
+    def free(self) -> int:
+        """Give the worker's memory grant back."""
+        return self._emit(FREE)
+
+    def fork(self, start: int, workers: int) -> int:
+        """Start the ``workers`` workers that follow this one at address ``start``."""
+        return self._emit(FORK, start, 0, int(workers))
+
+    def join(self) -> int:
+        """Wait for every forked worker to end."""
+        return self._emit(JOIN)
+
+    def oscall(self, us: float, how: int = OS_SPIN, dist: int = FIXED) -> int:
+        """``us`` (mean, if exponential) of work in the OS's serialised path, spinning (OS_SPIN) or preemptive."""
+        return self._emit(OSCALL, how, dist, 0, us)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The table as an int64 (n, 4) array of op, a, b, c and a float64 x array."""

@@ -22,6 +22,10 @@ from models.program import MODE_NAMES
 
 TRACE_STATES = ("running", "runnable", "spinning", "suspended", "backoff")
 TABLES = ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers")
+# The latch and spinlock tables' columns, kept when a workload has no latch (and so no rows).
+LATCH_COLUMNS = ["latch_class", "waiting_requests_count", "wait_time_ms", "max_wait_time_ms", "acquires",
+                 "p50_wait_ms", "p95_wait_ms", "p99_wait_ms"]
+SPIN_COLUMNS = ["name", "collisions", "spins", "backoffs"]
 _BOUND_TEXT = {
     st.STATUS_EVENT_BOUND: "the run reached max_events={max_events} before the workload finished",
     st.STATUS_TIME_BOUND: "the run reached max_sim_ms={max_sim_ms} of simulated time before the workload finished",
@@ -50,6 +54,11 @@ class Result:
     acquire_log: pd.DataFrame | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def queries(self) -> pd.DataFrame | None:
+        """One row per query, for the workloads that run queries with memory grants (else None)."""
+        return self.extra.get("queries")
+
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data (tables as lists of rows)."""
         out: dict[str, Any] = {
@@ -60,6 +69,8 @@ class Result:
         for name in TABLES:
             table = getattr(self, name)
             out[name] = json.loads(table.to_json(orient="records"))
+        if self.queries is not None:
+            out["queries"] = json.loads(self.queries.to_json(orient="records"))
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -81,6 +92,27 @@ class Result:
 def _percentiles(x: np.ndarray, qs: list[float]) -> list[float]:
     """The ``qs`` percentiles of ``x`` from one partial sort (0.0 each for no samples)."""
     return [float(v) for v in np.percentile(x, qs)] if x.size else [0.0] * len(qs)
+
+
+def _query_wait_rows(s: st.State, wl: Any) -> list[dict[str, Any]]:
+    """The waits of the query instructions, for the workloads that use them (SQL Server tracks no signal wait here).
+
+    RESOURCE_SEMAPHORE: memory-grant waits (counted when they end: granted,
+    forced or failed).  CXCONSUMER: a coordinator waiting for its parallel
+    workers.  The preemptive OS path under ``wl.os_wait_type``.
+    """
+    def row(name: str, count: int, time_us: float, max_us: float) -> dict[str, Any]:
+        return {"wait_type": name, "waiting_tasks_count": int(count), "wait_time_ms": float(time_us) / 1000.0,
+                "max_wait_time_ms": float(max_us) / 1000.0, "signal_wait_time_ms": 0.0}
+
+    rows = []
+    if wl.memory is not None:
+        rows.append(row("RESOURCE_SEMAPHORE", s.gi[st.G_SEM_WAITS], s.gf[st.GF_SEM_WAIT], s.gf[st.GF_SEM_MAXWAIT]))
+    if not np.isfinite(np.asarray(wl.worker_arrival_us, dtype=np.float64)).all():
+        rows.append(row("CXCONSUMER", s.gi[st.G_JOIN_WAITS], s.gf[st.GF_JOIN_WAIT], s.gf[st.GF_JOIN_MAXWAIT]))
+    if wl.os_wait_type:
+        rows.append(row(wl.os_wait_type, s.gi[st.G_OS_WAITS], s.gf[st.GF_OS_WAIT], s.gf[st.GF_OS_MAXWAIT]))
+    return rows
 
 
 def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Result:
@@ -140,6 +172,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     for name in dict.fromkeys(spec.wait_type for spec in wl.latches if spec.wait_type):
         idx = [k for k, spec in enumerate(wl.latches) if spec.wait_type == name]
         wait_rows.append(wait_row(name, s.lw[idx, MODE_NAMES.index("EX")]))  # a gate is taken in EX only
+    wait_rows += _query_wait_rows(s, wl)
     wait_rows.append({
         "wait_type": "SOS_SCHEDULER_YIELD",
         "waiting_tasks_count": int(s.gi[st.G_YIELDS]),
@@ -208,7 +241,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
         elapsed_ms=elapsed_us / 1000.0,
         throughput_per_s=units / (elapsed_us / 1e6) if elapsed_us > 0 else 0.0,
         truncated=truncated, truncated_reason=reason,
-        latch_stats=pd.DataFrame(latch_rows), wait_stats=pd.DataFrame(wait_rows),
-        spin_stats=pd.DataFrame(spin_rows), schedulers=schedulers, workers=workers,
+        latch_stats=pd.DataFrame(latch_rows, columns=LATCH_COLUMNS), wait_stats=pd.DataFrame(wait_rows),
+        spin_stats=pd.DataFrame(spin_rows, columns=SPIN_COLUMNS), schedulers=schedulers, workers=workers,
         trace=trace, acquire_wait_ms=samples, acquire_log=log, extra=extra,
     )

@@ -43,13 +43,19 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 (W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
  W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
- W_NCOLS) = range(29)
+ W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_NCOLS) = range(36)
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
 # Worker float columns (times in microseconds).
 (WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
- WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_SLEPT, WF_NCOLS) = range(15)
+ WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_SLEPT,
+ WF_GREQ, WF_GDEADLINE, WF_GTIMER, WF_GWAIT, WF_JOINT, WF_KERNEL, WF_OSWAIT, WF_NCOLS) = range(22)
+
+# A worker's memory grant (W_OUTCOME): none asked, waiting in the grant queue, granted what it asked,
+# forced to its required minimum at the time-out, or failed at the time-out (error 8645).
+GRANT_NONE, GRANT_WAITING, GRANT_GRANTED, GRANT_FORCED, GRANT_FAILED = range(5)
+GRANT_OUTCOMES = ("none", "waiting", "granted", "forced_minimum", "error_8645")
 
 # Scheduler integer and float columns.
 S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
@@ -76,16 +82,25 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
  # Where each table starts in the buffer (in words), also written once by allocate().
  AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
  AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
- AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS, G_NCOLS) = range(51)
+ AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS,
+ # The memory-grant semaphore (models.grants): KB granted, target and limit; its FIFO queue; counters.
+ AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QHEAD, G_SEM_QTAIL, G_SEM_QLEN,
+ G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOGN, G_JOIN_WAITS,
+ # The serialised OS path (OSCALL): calls, and the calls made preemptively (a wait).
+ G_OS_CALLS, G_OS_WAITS, G_NCOLS) = range(67)
 # Global float cells.
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
- GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD, GF_NCOLS) = range(11)
+ GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD,
+ GF_SEM_WAIT, GF_SEM_MAXWAIT, GF_JOIN_WAIT, GF_JOIN_MAXWAIT,
+ GF_OS_FREE, GF_OS_BUSY, GF_OS_QUEUE, GF_OS_KERNEL, GF_OS_WAIT, GF_OS_MAXWAIT, GF_NCOLS) = range(21)
 
 # Kernel return codes.
 STATUS_DONE, STATUS_CHUNK, STATUS_EVENT_BOUND, STATUS_TIME_BOUND, STATUS_STUCK = 0, 1, 2, 3, 4
 
 # Event kinds on the heap.
 EV_CPU_DONE, EV_DISPATCHED, EV_SPIN_DONE, EV_BACKOFF_DONE, EV_WAKE, EV_SLEEP_DONE = 0, 1, 2, 3, 4, 5
+# Timers: a memory-grant time-out, and the start of a worker its query forked (models.engine.on_timer).
+EV_TIMEOUT, EV_START = 6, 7
 
 # An event is one int64 key beside its time: sequence number, kind and worker packed so that
 # comparing keys compares sequence numbers (ties in time run in the order they were scheduled).
@@ -113,6 +128,8 @@ TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
 # low key bound, level (0 leaf, 1 non-leaf).  A leaf's keys, in order, are its row of ``keys``; where
 # each insert went is the insert log (``heat``).
 PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_LEVEL, PG_NCOLS = range(6)
+# The grant log: after each change of the semaphore, its time, KB granted and queries waiting.
+GL_TIME, GL_GRANTED, GL_WAITERS, GL_NCOLS = range(4)
 
 
 
@@ -219,14 +236,14 @@ def fixed(typingctx, mem, k):
 Tables = namedtuple("Tables", (
     "gi", "wi", "si", "li", "heap_k", "ring", "order", "prog_i", "trace_i", "log_i", "rng",
     "gf", "wf", "sf", "lf", "lw", "heap_t", "prog_x", "trace_f", "log_f", "samples",
-    "bt", "pages", "leaves", "heat", "keys"))
+    "bt", "pages", "leaves", "heat", "keys", "glog"))
 
 
 def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows: int, log_rows: int,
-           samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0,
+           samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0, grant_log_rows: int = 0,
            ) -> dict[str, tuple[tuple[int, ...], type]]:
     """Every table's shape and dtype, in buffer order (the global cells first)."""
-    heap = workers + 8  # each worker has at most one pending event
+    heap = 2 * workers + 8  # each worker has at most one pending event, and at most one timer
     i8, f8 = np.int64, np.float64
     return {
         "gi": ((G_NCOLS,), i8), "wi": ((workers, W_NCOLS), i8), "si": ((schedulers, S_NCOLS), i8),
@@ -240,6 +257,7 @@ def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows
         "samples": ((samples, 2), f8),  # (latency, latch index) per acquire
         "bt": ((BT_NCOLS,), i8), "pages": ((pages, PG_NCOLS), i8), "leaves": ((pages,), i8),
         "heat": ((heat_rows, 2), f8), "keys": ((pages, key_slots), i8),
+        "glog": ((grant_log_rows, GL_NCOLS), f8),
     }
 
 
@@ -252,7 +270,7 @@ def tables(mem):
     """
     i8, f8 = np.int64, np.float64
     nw, ns, nl = fixed(mem, G_WORKERS), fixed(mem, G_SCHEDULERS), fixed(mem, G_LATCHES)
-    heap = nw + 8
+    heap = 2 * nw + 8
     return Tables(
         view(mem, 0, (G_NCOLS,), i8), view(mem, fixed(mem, AT_WI), (nw, W_NCOLS), i8), view(mem, fixed(mem, AT_SI), (ns, S_NCOLS), i8),
         view(mem, fixed(mem, AT_LI), (nl, L_NCOLS), i8), view(mem, fixed(mem, AT_HEAP_K), (heap,), i8),
@@ -271,7 +289,8 @@ def tables(mem):
         view(mem, fixed(mem, AT_PAGES), (fixed(mem, G_PAGES), PG_NCOLS), i8),
         view(mem, fixed(mem, AT_LEAVES), (fixed(mem, G_PAGES),), i8),
         view(mem, fixed(mem, AT_HEAT), (fixed(mem, G_HEAT_ROWS), 2), f8),
-        view(mem, fixed(mem, AT_KEYS), (fixed(mem, G_PAGES), fixed(mem, G_KEY_SLOTS)), i8))
+        view(mem, fixed(mem, AT_KEYS), (fixed(mem, G_PAGES), fixed(mem, G_KEY_SLOTS)), i8),
+        view(mem, fixed(mem, AT_GLOG), (fixed(mem, G_GLOG_ROWS), GL_NCOLS), f8))
 
 
 @dataclass
@@ -294,14 +313,15 @@ class State:
 
 
 def allocate(workers: int, schedulers: int, latches: int, program: int, trace_events: int,
-             logged_acquires: int, samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0) -> State:
+             logged_acquires: int, samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0,
+             grant_log_rows: int = 0) -> State:
     """Allocate the buffer for a run of this size, write the sizes and offsets, and empty every table.
 
     ``pages``, ``heat_rows`` and ``key_slots`` (rows a page holds) size the B-tree
-    tables (zero for a run without an index).
+    tables (zero for a run without an index); ``grant_log_rows`` the memory-grant log.
     """
     layout = shapes(workers, schedulers, latches, program, trace_events, logged_acquires, samples,
-                    pages, heat_rows, key_slots)
+                    pages, heat_rows, key_slots, grant_log_rows)
     assert tuple(layout) == Tables._fields
     lengths = [int(np.prod(shape)) for shape, _ in layout.values()]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -309,11 +329,14 @@ def allocate(workers: int, schedulers: int, latches: int, program: int, trace_ev
     words[[G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES]] = (
         workers, schedulers, latches, program, trace_events, logged_acquires, samples)
     words[AT_WI:AT_SAMPLES + 1] = starts[1:AT_SAMPLES - AT_WI + 2]
-    words[AT_BT:AT_KEYS + 1] = starts[AT_SAMPLES - AT_WI + 2:]
-    words[[G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS]] = (pages, heat_rows, key_slots)
+    words[AT_BT:AT_KEYS + 1] = starts[AT_SAMPLES - AT_WI + 2:-1]
+    words[AT_GLOG] = starts[-1]
+    words[[G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS, G_GLOG_ROWS]] = (pages, heat_rows, key_slots, grant_log_rows)
     t = Tables(*(words[start:start + n].view(dtype).reshape(shape)
                  for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
-    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4]] = -1
+    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4,
+             W_PARENT, W_GNEXT]] = -1
+    t.gi[[G_SEM_QHEAD, G_SEM_QTAIL]] = -1
     t.wi[:, W_STATE] = NEW
     t.si[:, [S_CUR, S_HEAD, S_TAIL]] = -1
     t.li[:, [L_QHEAD, L_QTAIL]] = -1

@@ -49,6 +49,9 @@ class Sweep:
     # curve is smooth).  True: each point gets seeds of its own, so the points' errors are independent
     # (a validation grid, where n points agreeing with a formula should be n independent checks).
     seeds_per_point: bool = False
+    # What each run is measured by: "latch" (the latch DMVs, METRICS) or "query" (the per-query table of a
+    # workload with memory grants, QUERY_METRICS).
+    measure: str = "latch"
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point as a parameter dict (fixed values included, seed = the first seed)."""
@@ -69,9 +72,13 @@ class Sweep:
                 return k
         raise ValueError(f"point {key} is not on the grid of sweep {self.name!r}")
 
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics this sweep stores."""
+        return MEASURES[self.measure][0]
+
     def columns(self) -> list[str]:
         """The stored table's columns: the grid, then each metric's mean and CI half-width."""
-        return list(self.grid) + [c for m in METRICS for c in (m, m + CI_SUFFIX)]
+        return list(self.grid) + [c for m in self.metric_names() for c in (m, m + CI_SUFFIX)]
 
 
 def metrics(result) -> dict[str, Any]:
@@ -94,11 +101,34 @@ def metrics(result) -> dict[str, Any]:
     }
 
 
-def run_one(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
+QUERY_METRICS = ("elapsed_ms", "granted", "forced_minimum", "error_8645", "grant_wait_ms", "query_elapsed_ms",
+                 "compressed_rowgroups", "delta_store_rowgroups", "peak_granted_mb")
+
+
+def query_metrics(result) -> dict[str, Any]:
+    """A memory-grant run's metric columns: outcomes counted, mean wait and run time, rowgroups, peak grant."""
+    q = result.queries
+    ran = q[q["outcome"] != "error_8645"]
+    return {
+        "elapsed_ms": result.elapsed_ms,
+        **{o: int((q["outcome"] == o).sum()) for o in ("granted", "forced_minimum", "error_8645")},
+        "grant_wait_ms": float(q["grant_wait_ms"].mean()),
+        "query_elapsed_ms": float(ran["elapsed_ms"].mean()) if len(ran) else 0.0,
+        "compressed_rowgroups": int(q["compressed_rowgroups"].sum()),
+        "delta_store_rowgroups": int(q["delta_store_rowgroups"].sum()),
+        "peak_granted_mb": float(result.extra["grants"]["granted_mb"].max()),
+    }
+
+
+MEASURES: dict[str, tuple[tuple[str, ...], Callable[[Any], dict[str, Any]]]] = {
+    "latch": (METRICS, metrics), "query": (QUERY_METRICS, query_metrics)}
+
+
+def run_one(scenario: str, params: dict[str, Any], measure: str = "latch") -> dict[str, Any]:
     """One run's metrics (the unit of work an executor ships to a process or a Dask worker)."""
     import models
 
-    return metrics(models.run(scenario, **params))
+    return MEASURES[measure][1](models.run(scenario, **params))
 
 
 @functools.lru_cache(maxsize=None)
@@ -131,15 +161,15 @@ def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
     for k, point in enumerate(sweep.points()):
         row = {key: point[key] for key in sweep.grid}
         reps = runs[k * r:(k + 1) * r]
-        for m in METRICS:
+        for m in sweep.metric_names():
             row[m], row[m + CI_SUFFIX] = mean_ci([float(rep[m]) for rep in reps])
         rows.append(row)
     return pd.DataFrame(rows, columns=sweep.columns())
 
 
-def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
-    """Every run of the sweep as (scenario, parameters), point by point, seed by seed."""
-    return [(sweep.scenario, dict(point, seed=seed))
+def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any], str]]:
+    """Every run of the sweep as (scenario, parameters, measure), point by point, seed by seed."""
+    return [(sweep.scenario, dict(point, seed=seed), sweep.measure)
             for k, point in enumerate(sweep.points()) for seed in sweep.seeds(k)]
 
 
@@ -196,7 +226,7 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, dask: str | None = None,
 
 def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
     """One grid point's row (grid values, then each metric's mean and CI), its seeds run here."""
-    runs = [run_one(sweep.scenario, dict(point, seed=seed)) for seed in sweep.seeds(sweep.index(point))]
+    runs = [run_one(sweep.scenario, dict(point, seed=seed), sweep.measure) for seed in sweep.seeds(sweep.index(point))]
     return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
 
 

@@ -39,8 +39,8 @@ NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to use it; "
 # Beside any panel that offers the quantum: SQL Server's is fixed, so the knob is for understanding.
 QUANTUM_NOTE = ("SQL Server's quantum is fixed at 4 ms and cannot be configured: the quantum knob shows how "
                 "the mechanism depends on it, not a setting to tune.")
-OUTPUTS = ("dmv", "timeline", "waits")
-SIZE_PARAMS = ("requests", "initial_queue", "acquires", "rows", "window_ms", "inserts_per_session")
+OUTPUTS = ("dmv", "timeline", "waits", "grants")
+SIZE_PARAMS = ("requests", "initial_queue", "acquires", "rows", "window_ms", "inserts_per_session", "rows_per_query")
 _DESCRIPTION_STYLE = {"description_width": "200px"}
 _LAYOUT = {"width": "560px"}
 
@@ -283,13 +283,21 @@ class Panel:
             for attr, title in (("latch_stats", "sys.dm_os_latch_stats"), ("wait_stats", "sys.dm_os_wait_stats"),
                                 ("spin_stats", "sys.dm_os_spinlock_stats")):
                 table = getattr(res, attr, None)
-                if table is not None:
+                if table is not None and len(table):  # (a workload without latches has no latch rows)
                     styled = charts.dmv_table(table, title)
                     items.append(_html_output(styled.to_html(), repr(styled)))
         if "timeline" in self.outputs:
             items.append(self._chart_output(charts.timeline(res, max_workers=self.timeline_workers)))
         if "waits" in self.outputs:
             items.append(self._chart_output(charts.wait_distribution({self.scenario: res})))
+        if "grants" in self.outputs and getattr(res, "queries", None) is not None:
+            e = res.extra
+            items.append(self._chart_output(charts.grant_timeline(
+                res.queries, e["grants"], behaviour=res.params["behaviour"], target_mb=e["target_mb"],
+                limit_mb=e["limit_mb"], title="The inserts and their memory grants",
+                caption=f"Each insert asks for {e['grant_mb']:,.0f} MB; blue bars wait for it.")))
+            styled = charts.dmv_table(res.queries, "per insert (model)")
+            items.append(_html_output(styled.to_html(), repr(styled)))
         return items
 
     def _chart_output(self, chart: Any) -> dict[str, Any]:
@@ -311,9 +319,15 @@ def _html_output(text: str, plain: str = "") -> dict[str, Any]:
 
 
 def _summary_html(res: Any) -> str:
-    """One line: throughput and simulated time, plus the truncation reason if any."""
-    text = (f"<p><b>throughput</b> {res.throughput_per_s:,.1f} per second &nbsp;·&nbsp; "
-            f"<b>simulated time</b> {res.elapsed_ms:,.1f} ms</p>")
+    """One line: throughput (or the queries' outcomes) and simulated time, plus the truncation reason if any."""
+    queries = getattr(res, "queries", None)
+    if queries is not None:
+        counts = queries["outcome"].value_counts()
+        head = " &nbsp;·&nbsp; ".join(f"<b>{html.escape(o)}</b> {int(counts.get(o, 0))}"
+                                      for o in ("granted", "forced_minimum", "error_8645"))
+    else:
+        head = f"<b>throughput</b> {res.throughput_per_s:,.1f} per second"
+    text = f"<p>{head} &nbsp;·&nbsp; <b>simulated time</b> {res.elapsed_ms:,.1f} ms</p>"
     if getattr(res, "truncated", False):
         text += f'<p style="color:#D55E00">truncated: {html.escape(res.truncated_reason)}</p>'
     return text

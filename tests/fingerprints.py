@@ -68,6 +68,11 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "hot-page-hash-flow-batch": ("last-page-insert", dict(sessions=30, schedulers=4, inserts_per_session=60, key="hash-bucket",
                                                           buckets=8, batch_rows=3, optimize_for_sequential_key="on",
                                                           cpu_dist="exponential", seed=2)),
+    "cci-insert-cu14-eight-staggered": ("cci-insert", dict(queries=8, maxdop=3, behaviour="cu14", start_gap_s=0.2,
+                                                         rows_per_query=600_000, grant_timeout_s=1.0,
+                                                         max_server_memory_mb=6_000, schedulers=4, seed=1)),
+    "cci-decommit-no-lpim-12": ("cci-decommit", dict(sessions=12, schedulers=8, lpim="off", rowgroups=2,
+                                                     os_calls_per_rowgroup=50, wakeup_us=10.0, seed=1)),
 }
 
 

@@ -46,3 +46,12 @@ def test_bad_input_is_one_line_and_nonzero():
     assert "hold_ms=-3" in out.stderr and "Traceback" not in out.stderr
     out = cli("run", "nosuch")
     assert out.returncode != 0 and "Traceback" not in out.stderr
+
+
+def test_run_prints_the_queries_of_a_memory_grant_workload():
+    out = cli("run", "cci-insert", "queries=6", "behaviour=cu14", "rows_per_query=400000", "grant_timeout_s=1")
+    assert out.returncode == 0, out.stderr
+    assert "queries (one row per query)" in out.stdout and "error_8645" in out.stdout
+    assert "RESOURCE_SEMAPHORE" in out.stdout and "sys.dm_os_latch_stats" not in out.stdout  # no latches: no rows
+    data = json.loads(cli("run", "cci-insert", "queries=2", "--json").stdout)
+    assert [q["outcome"] for q in data["queries"]] == ["granted", "granted"]

@@ -14,14 +14,19 @@ from models import ParameterError
 
 SMALL = {"convoy": {"requests": 500}, "closed-latch": {"acquires": 500},
          "parallel-insert": {"rows": 20_000}, "version-store": {"window_ms": 20.0},
-         "last-page-insert": {"sessions": 20, "inserts_per_session": 50}}
+         "last-page-insert": {"sessions": 20, "inserts_per_session": 50},
+         "cci-insert": {"rows_per_query": 200_000}, "cci-decommit": {"sessions": 4, "rowgroups": 1}}
+WITHOUT_LATCHES = {"cci-insert", "cci-decommit"}  # no latch, so no latch policy to choose
 
 
 def test_catalogue_is_complete():
     for name, scenario in models.scenarios().items():
         names = {p.name for p in scenario.params}
-        for common in ("schedulers", "quantum_ms", "policy", "context_switch_us", "wakeup_us", "seed"):
+        shared = ("schedulers", "quantum_ms", "context_switch_us", "wakeup_us", "seed")
+        for common in shared + (() if name in WITHOUT_LATCHES else ("policy",)):
             assert common in names, (name, common)
+        if name in WITHOUT_LATCHES:
+            assert not models.scenarios()[name].build(scenario.defaults()).latches
         for p in scenario.params:
             assert p.help, p.name
             if p.kind == "choice":
@@ -79,7 +84,8 @@ def test_result_shapes(scenario):
     assert 0 < len(res.trace) <= 200
     d = json.loads(res.to_json())
     assert list(d) == ["scenario", "params", "seed", "elapsed_ms", "throughput_per_s", "truncated",
-                       "latch_stats", "wait_stats", "spin_stats", "schedulers", "workers"]
+                       "latch_stats", "wait_stats", "spin_stats", "schedulers", "workers"] + (
+        ["queries"] if scenario == "cci-insert" else [])
 
 
 def _digest() -> str:

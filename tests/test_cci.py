@@ -1,0 +1,265 @@
+"""Memory grants, parallel workers and the serialised OS path: the engine's rules, closed forms, Obbish's setups."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import models
+from models import ParameterError, charts
+from models import state as st
+from models.analysis import cci
+from models.analytic import mva_repairman
+from models.engine import MemorySpec, Workload, simulate
+from models.program import BR_FAILED, OS_SPIN, Program
+from models.result import build
+from models.scenarios import cci_insert as ins
+
+ZERO = dict(context_switch_us=0.0, wakeup_us=0.0)
+
+
+def _grants_workload(asks: list[tuple[float, int, int, float, float]], target_kb: int, limit_kb: int) -> Workload:
+    """One worker per (arrival_us, requested_kb, required_kb, timeout_us, hold_us): grant, hold it as CPU, free."""
+    prog = Program()
+    starts = []
+    for _, want, need, timeout, hold in asks:
+        starts.append(prog.grant(want, need, timeout))
+        failed = prog.branch(BR_FAILED)
+        prog.cpu(hold)
+        prog.free()
+        prog.patch(failed, prog.end())
+    n = len(asks)
+    return Workload(program=prog, worker_start=starts, worker_scheduler=list(range(n)),
+                    worker_arrival_us=[a[0] for a in asks], worker_daemon=[False] * n, worker_kind=["query"] * n,
+                    latches=[], schedulers=n, memory=MemorySpec(target_kb, limit_kb), **ZERO)
+
+
+def _raw_run(workload: Workload):
+    raw = simulate(workload, seed=1)
+    return raw.state, build(raw, "test", {}, 1)
+
+
+def test_a_newcomer_queues_behind_a_waiter_even_when_memory_is_free():
+    """FIFO: C's 10 KB fit in the free 40 KB at once, but B waits ahead of it, so C waits for B's grant."""
+    wl = _grants_workload([(0.0, 60, 60, 1e9, 1000.0),    # A: granted, holds 1 ms
+                           (100.0, 50, 50, 1e9, 1000.0),  # B: 60 + 50 > 100, waits
+                           (200.0, 10, 10, 1e9, 1000.0)], target_kb=100, limit_kb=200)
+    s, res = _raw_run(wl)
+    assert list(s.wf[:, st.WF_GWAIT]) == pytest.approx([0.0, 900.0, 800.0])  # both granted when A frees, at 1 ms
+    sem = res.wait_stats.set_index("wait_type").loc["RESOURCE_SEMAPHORE"]
+    assert sem["waiting_tasks_count"] == 2 and sem["wait_time_ms"] == pytest.approx(1.7)
+    assert [st.GRANT_OUTCOMES[o] for o in s.wi[:, st.W_OUTCOME]] == ["granted"] * 3
+    log = s.glog[: s.gi[st.G_SEM_LOGN]]
+    assert log[:, st.GL_GRANTED].max() <= 100  # nobody went over the target without a time-out
+
+
+def test_at_the_timeout_a_waiter_is_forced_its_required_grant_or_fails():
+    """Target 100, limit 150: B (asks 80, needs 40) is forced 40 at its time-out; C (needs 60, asks at 1 ms) still
+    does not fit under the target when B is done, and at its own time-out A's 100 plus its 60 exceed the limit."""
+    wl = _grants_workload([(0.0, 100, 100, 2_000.0, 10_000.0),
+                           (0.0, 80, 40, 2_000.0, 100.0),
+                           (1_000.0, 60, 60, 2_000.0, 100.0)], target_kb=100, limit_kb=150)
+    s, res = _raw_run(wl)
+    assert [st.GRANT_OUTCOMES[o] for o in s.wi[:, st.W_OUTCOME]] == ["granted", "forced_minimum", "error_8645"]
+    assert list(s.wf[:, st.WF_GWAIT]) == pytest.approx([0.0, 2_000.0, 2_000.0])
+    assert s.gi[st.G_SEM_FORCED] == 1 and s.gi[st.G_SEM_TIMEOUTS] == 1
+    log = s.glog[: s.gi[st.G_SEM_LOGN]]
+    assert log[:, st.GL_GRANTED].max() == 140  # over the target by the forced 40, under the limit
+    assert s.gi[st.G_SEM_GRANTED] == 0  # everything given back
+
+
+def test_one_time_out_per_program_table():
+    prog = Program()
+    prog.grant(100, 100, 5_000.0)
+    with pytest.raises(ValueError, match="timeout_us=1000.0 differs"):
+        prog.grant(100, 100, 1_000.0)
+    with pytest.raises(ValueError, match="required_kb=200 must be"):
+        prog.grant(100, 200, 5_000.0)
+
+
+def test_a_timer_left_from_a_grant_in_time_does_not_time_out_the_next_request():
+    """W waits 0.99 ms for its first grant (its 5 ms timer stays pending), frees it, asks again at 1.1 ms and
+    waits behind H: the old timer (due at 5.01 ms) must not end the new wait, which times out at its own 6.1 ms."""
+    prog = Program()
+    h = prog.grant(100, 100, 5_000.0)
+    prog.cpu(1_000.0)
+    prog.free()
+    prog.grant(100, 100, 5_000.0)  # queued behind W, granted when W frees at 1.1 ms
+    prog.cpu(10_000.0)
+    prog.free()
+    prog.end()
+    w = prog.grant(100, 100, 5_000.0)
+    prog.cpu(100.0)
+    prog.free()
+    prog.grant(100, 100, 5_000.0)
+    prog.end()
+    wl = Workload(program=prog, worker_start=[h, w], worker_scheduler=[0, 1], worker_arrival_us=[0.0, 10.0],
+                  worker_daemon=[False, False], worker_kind=["q", "q"], latches=[], schedulers=2,
+                  memory=MemorySpec(100, 1_000), **ZERO)
+    s, res = _raw_run(wl)
+    assert st.GRANT_OUTCOMES[s.wi[1, st.W_OUTCOME]] == "forced_minimum"
+    assert s.wf[1, st.WF_GWAIT] == pytest.approx(5_000.0)  # the second wait, to its own deadline
+    assert s.gi[st.G_SEM_WAITS] == 3 and s.gi[st.G_SEM_FORCED] == 1
+
+
+def test_fork_and_join_share_one_grant_and_the_coordinator_waits_for_its_workers():
+    prog = Program()
+    work = prog.start()
+    prog.cpu(10_000.0)
+    prog.end()
+    coord = prog.grant(100, 100, 1e9)
+    prog.fork(work, 2)
+    prog.join()
+    prog.free()
+    prog.end()
+    wl = Workload(program=prog, worker_start=[coord, coord, coord], worker_scheduler=[-1, -1, -1],
+                  worker_arrival_us=[0.0, math.inf, math.inf], worker_daemon=[False] * 3,
+                  worker_kind=["coordinator", "worker", "worker"], latches=[], schedulers=3,
+                  memory=MemorySpec(100, 100), **ZERO)
+    s, res = _raw_run(wl)
+    assert res.elapsed_ms == pytest.approx(10.0)
+    cx = res.wait_stats.set_index("wait_type").loc["CXCONSUMER"]
+    assert cx["waiting_tasks_count"] == 1 and cx["wait_time_ms"] == pytest.approx(10.0)
+    assert s.gi[st.G_SEM_GRANTED] == 0 and s.gi[st.G_SEM_LOGN] == 2  # one grant, asked once, given back once
+    assert s.wi[1, st.W_SCHED] != s.wi[2, st.W_SCHED]  # the two workers on distinct schedulers
+    assert (s.wi[:, st.W_STATE] == st.DONE).all()
+
+
+def test_oscall_is_first_come_first_served_and_a_saturated_path_sets_the_run_time():
+    """N sessions, each K times: c us of CPU then d us in the OS path (spinning).  With N d > c + d the path
+    never idles after the first c, so the last session ends at exactly c + N K d."""
+    n, k, c, d = 6, 40, 100.0, 50.0
+    prog = Program()
+    start = prog.cpu(c)
+    prog.oscall(d, OS_SPIN)
+    prog.loop(start, k)
+    prog.end()
+    wl = Workload(program=prog, worker_start=[start] * n, worker_scheduler=list(range(n)),
+                  worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["s"] * n, latches=[],
+                  schedulers=n, **ZERO)
+    s, res = _raw_run(wl)
+    assert res.elapsed_ms * 1000.0 == pytest.approx(c + n * k * d)
+    assert s.gf[st.GF_OS_BUSY] == pytest.approx(n * k * d)
+    # spinning is CPU, not a wait: every session's CPU is its own work plus its time in the path
+    assert s.wf[:, st.WF_CPU].sum() == pytest.approx(n * k * c + s.gf[st.GF_OS_KERNEL])
+    assert "MEMORY_ALLOCATION_EXT" not in set(res.wait_stats["wait_type"])
+
+
+@pytest.mark.parametrize("sessions", [2, 8, 24, 48])
+def test_decommit_with_lpim_is_the_machine_repairman_model(sessions):
+    """Exponential pieces and calls, a scheduler per session: a closed network of a delay (the CPU piece) and one
+    FIFO server (the OS path), whose mean cycle time exact MVA gives."""
+    setup = dict(cci.SETUP_96, sessions=sessions, schedulers=sessions, rowgroups=4, os_calls_per_rowgroup=500,
+                 **ZERO)
+    res = cci.run_decommit(setup)
+    think = setup["cpu_per_rowgroup_ms"] * 1000.0 / setup["os_calls_per_rowgroup"]
+    service = setup["pages_per_call"] * setup["page_us_lpim"]
+    mva = mva_repairman(sessions, think, service)
+    calls = res.extra["os_calls"]
+    assert calls == sessions * 4 * 500
+    cycle = res.extra["sessions"]["elapsed_ms"].mean() * 1000.0 / (4 * 500)
+    assert cycle == pytest.approx(think + mva.response_time[-1], rel=0.03)
+
+
+def test_obbish_five_inserts_three_granted_two_forced_after_25_s():
+    q = cci.run().queries
+    assert list(q["outcome"]) == ["granted"] * 3 + ["forced_minimum"] * 2
+    assert list(q["grant_wait_ms"]) == pytest.approx([0, 0, 0, 25_000, 25_000])
+    assert (q["granted_mb"] == ins.grant_mb(cci.SETUP)).all()  # RTM: the same grant as the others
+    assert (q["compressed_rowgroups"] == 4).all() and (q["delta_store_rowgroups"] == 0).all()
+
+
+def test_a_sixth_insert_fails_with_8645_after_25_s_on_both_builds():
+    for behaviour in ("rtm", "cu14"):
+        q = cci.run(queries=6, behaviour=behaviour).queries
+        assert list(q["outcome"]).count("error_8645") == 1
+        failed = q[q["outcome"] == "error_8645"].iloc[0]
+        assert failed["grant_wait_ms"] == pytest.approx(25_000) and failed["elapsed_ms"] == pytest.approx(25_000,
+                                                                                                        abs=1)
+        assert failed["compressed_rowgroups"] == failed["delta_store_rowgroups"] == 0
+
+
+def test_cu14_timed_out_inserts_write_every_row_to_delta_stores():
+    res = cci.run(behaviour="cu14")
+    q = res.queries
+    late = q[q["outcome"] == "forced_minimum"]
+    assert len(late) == 2
+    assert (late["compressed_rowgroups"] == 0).all() and (late["delta_store_rowgroups"] == 4).all()
+    on_time = q[q["outcome"] == "granted"]
+    assert (on_time["compressed_rowgroups"] == 4).all()
+    grants = res.extra["grants"]
+    assert grants["granted_mb"].max() == pytest.approx(5 * ins.grant_mb(cci.SETUP))  # over the target ...
+    assert grants["granted_mb"].max() > res.extra["target_mb"]
+    assert grants["granted_mb"].max() <= cci.SETUP["max_server_memory_mb"]  # ... never over max server memory
+    sem = res.wait_stats.set_index("wait_type").loc["RESOURCE_SEMAPHORE"]
+    assert sem["waiting_tasks_count"] == 2 and sem["wait_time_ms"] == pytest.approx(50_000)
+
+
+def test_more_memory_or_less_dop_lets_every_insert_run_at_once():
+    assert (cci.run(max_server_memory_mb=16_000).queries["outcome"] == "granted").all()
+    assert (cci.run(maxdop=1).queries["outcome"] == "granted").all()  # 1,000 MB each: five fit under 5,700
+
+
+def test_rowgroups_follow_the_bulk_load_rules():
+    assert ins.rowgroups(2_097_152, True) == (2, 0)
+    assert ins.rowgroups(1_048_576 + 102_400, True) == (2, 0)   # a trimmed last rowgroup is still compressed
+    assert ins.rowgroups(1_048_576 + 102_399, True) == (1, 1)   # under 102,400 rows stays in a delta store
+    assert ins.rowgroups(2_097_153, False) == (0, 3)
+
+
+def test_the_grant_is_capped_at_a_quarter_of_query_memory():
+    assert ins.grant_mb(dict(cci.SETUP, maxdop=1)) == 1_000
+    assert ins.grant_mb(dict(cci.SETUP, maxdop=8)) == 0.25 * 0.75 * 8_000
+
+
+def test_bad_parameters_name_themselves_and_the_range():
+    with pytest.raises(ParameterError, match=r"maxdop=0 is out of range: use an integer from 1 to 64"):
+        models.run("cci-insert", maxdop=0)
+    with pytest.raises(ParameterError, match=r"behaviour='cu11' is not allowed"):
+        models.run("cci-insert", behaviour="cu11")
+    with pytest.raises(ParameterError, match=r"CPU bursts"):
+        models.run("cci-insert", queries=64, rows_per_query=100_000_000, compress_us_per_row=100.0)
+    with pytest.raises(ParameterError, match=r"lpim='yes' is not allowed"):
+        models.run("cci-decommit", lpim="yes")
+    with pytest.raises(ParameterError, match=r"OS calls"):
+        models.run("cci-decommit", sessions=512, rowgroups=1_000)
+
+
+def test_decommit_calibration_reproduces_the_figures_it_was_fitted_to():
+    alone = cci.decommit_summary(cci.run_decommit(sessions=1))
+    on, off = (cci.decommit_summary(cci.run_decommit(lpim=lp)) for lp in ("on", "off"))
+    assert alone["mean_elapsed_s"] == pytest.approx(25.0, rel=0.02)
+    assert on["mean_elapsed_s"] == pytest.approx(cci.WAITSTATS["lpim_96_s"], rel=0.02)
+    assert off["mean_elapsed_s"] == pytest.approx(cci.WAITSTATS["no_lpim_96_s"], rel=0.02)
+    assert on["gb_freed"] == pytest.approx(cci.WAITSTATS["gb_freed_96"], rel=0.01)
+
+
+def test_decommit_slows_with_sessions_while_the_waits_stay_small_with_lpim():
+    curve = cci.decommit_curve([1, 32, 96], lpim=("on",)).set_index("sessions")
+    assert curve.loc[96, "mean_elapsed_s"] > 3.5 * curve.loc[1, "mean_elapsed_s"]
+    assert (curve["wait_share"] < 0.01).all()          # what the DMVs show stays near nothing ...
+    assert curve.loc[96, "kernel_share"] > 0.5          # ... while most of the CPU goes to the kernel
+    off = cci.decommit_summary(cci.run_decommit(lpim="off"))
+    assert 0.85 < off["wait_share"] < 0.97              # Obbish: 91% of the time in memory waits
+
+
+def test_compress_us_per_row_gives_40_s_alone():
+    q = cci.run(queries=1).queries
+    assert q["elapsed_ms"].iloc[0] == pytest.approx(40_000, rel=0.01)
+
+
+def test_outcome_names_are_the_charts_names():
+    names = set(cci.outcomes([1, 6]).result)
+    assert names <= set(cci.RESULTS) and set(cci.RESULTS) == set(charts.OUTCOME_COLORS)
+
+
+def test_the_comparison_table_marks_every_row():
+    table = cci.comparison_table()
+    assert table["how"].str.match(r"(fitted|consistent|built in|follows from the fits|input)").all()
+    assert len(table) >= 12
+
+
+def test_queries_table_is_in_the_json():
+    res = cci.run(queries=2)
+    assert [row["outcome"] for row in res.to_dict()["queries"]] == ["granted", "granted"]
