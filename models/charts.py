@@ -570,8 +570,12 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
              color: str | None = None, *, y2: str | None = None, title: str | None = None,
              caption: str | None = None, labels: Mapping[str, str] | None = None,
              defaults: Mapping[str, Any] | None = None, log_x: bool = False, log_y: bool = False,
-             fixed_y: bool = True, width: int = 440, height: int = 280) -> alt.VConcatChart:
-    """A static explorer over a precomputed sweep: sliders and dropdowns are Altair parameters bound to inputs."""
+             fixed_y: bool = True, width: int = 440, height: int = 280,
+             colors: Mapping[str, str] | None = None) -> alt.VConcatChart:
+    """A static explorer over a precomputed sweep: sliders and dropdowns are Altair parameters bound to inputs.
+
+    ``colors`` fixes each ``color`` value's colour (and the legend's order), as the book's other charts draw it.
+    """
     sliders, dropdowns = list(sliders), list(dropdowns)
     inputs = sliders + dropdowns
     keys = [c for c in dict.fromkeys([x, color, *inputs]) if c is not None]
@@ -595,7 +599,7 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
         filters.append(expr)
         readouts.append(f"'{label(col, labels).split(' (')[0]} = ' + {readout}")
     keep = " && ".join(f"({f})" for f in filters) or "true"
-    panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height)
+    panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors)
               for m in metrics]
     panels[0] = panels[0].add_params(*params)
     shown = " + '   ·   ' + ".join(readouts) or "'all rows'"
@@ -609,7 +613,7 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
 
 def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
                     labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
-                    width: int, height: int) -> alt.Chart | alt.LayerChart:
+                    width: int, height: int, colors: Mapping[str, str] | None = None) -> alt.Chart | alt.LayerChart:
     """One explorer panel: y against x over the rows the inputs select, over its CI band if it has one."""
     band = y + CI_SUFFIX in data.columns
     if band:
@@ -632,9 +636,10 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
                                 title=label(c, labels)) for c in dict.fromkeys([x, y, color]) if c],
     }
     if color is not None:
-        values = _grid_values(data[color])
+        values = [v for v in colors if v in set(data[color])] if colors else _grid_values(data[color])
         enc["color"] = alt.Color(f"{color}:N", title=label(color, labels), sort=values,
-                                 scale=alt.Scale(domain=values, range=_palette(len(values))))
+                                 scale=alt.Scale(domain=values, range=[colors[v] for v in values] if colors
+                                                 else _palette(len(values))))
     if not band:
         return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
                 .properties(width=width, height=height))

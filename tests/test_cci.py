@@ -263,3 +263,16 @@ def test_the_comparison_table_marks_every_row():
 def test_queries_table_is_in_the_json():
     res = cci.run(queries=2)
     assert [row["outcome"] for row in res.to_dict()["queries"]] == ["granted", "granted"]
+
+
+def test_the_explorer_moves_the_forced_inserts_between_lines_with_the_build():
+    import pandas as pd
+
+    from models.sweep import DATA_DIR
+
+    frame = cci.explorer_frame(pd.read_csv(DATA_DIR / "cci.csv"))
+    at = frame[(frame["queries"] == 5) & (frame["maxdop"] == 2) & (frame["max_server_memory_mb"] == 8_000)]
+    counts = at.set_index(["behaviour", "result"])["inserts"]
+    assert counts[("rtm", "forced, compressed")] == 2 and counts[("rtm", "forced, delta stores only")] == 0
+    assert counts[("cu14", "forced, compressed")] == 0 and counts[("cu14", "forced, delta stores only")] == 2
+    assert counts[("cu14", "granted at once")] == 3 and counts[("cu14", "error 8645")] == 0

@@ -126,6 +126,24 @@ def outcomes(queries: Iterable[int], behaviours: Iterable[str] = ("rtm", "cu14")
     return pd.DataFrame(rows)
 
 
+def explorer_frame(grid: pd.DataFrame) -> pd.DataFrame:
+    """The stored sweep (``book/data/cci.csv``) in long form: inserts per result (:data:`RESULTS`) at each point.
+
+    Both forced results appear at every point (one of them zero), so picking the build moves the forced
+    inserts from one line to the other.
+    """
+    keys = ["queries", "maxdop", "max_server_memory_mb", "behaviour"]
+    parts = []
+    for name in RESULTS:
+        if name in ("forced, compressed", "forced, delta stores only"):
+            build = "rtm" if name == "forced, compressed" else "cu14"
+            count = grid["forced_minimum"].where(grid["behaviour"] == build, 0)
+        else:
+            count = grid["granted" if name == "granted at once" else "error_8645"]
+        parts.append(grid[keys].assign(result=name, inserts=count.astype(int)))
+    return pd.concat(parts, ignore_index=True)
+
+
 def rowgroup_states(results: dict[str, "models.Result"]) -> pd.DataFrame:
     """Compressed rowgroups and delta stores per insert, for each labelled run (long form)."""
     rows = []
