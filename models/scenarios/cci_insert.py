@@ -79,6 +79,16 @@ def grant_mb(v: dict[str, Any]) -> float:
     return min(v["grant_mb_per_dop"] * v["maxdop"], MAX_GRANT_SHARE * query_memory_mb(v))
 
 
+def worker_cpu_us(v: dict[str, Any]) -> float:
+    """CPU one parallel worker needs at most (compressing or writing delta stores, whichever costs more)."""
+    return v["rows_per_query"] / v["maxdop"] * max(v["compress_us_per_row"], v["delta_us_per_row"])
+
+
+def bursts(v: dict[str, Any]) -> float:
+    """CPU bursts the run takes at most, which bound its events."""
+    return v["queries"] * v["maxdop"] * worker_cpu_us(v) / BURST_US
+
+
 def worker_rows(v: dict[str, Any]) -> list[int]:
     """Rows each parallel worker of one insert gets (an even split; the first workers take the remainder)."""
     base, extra = divmod(v["rows_per_query"], v["maxdop"])
@@ -180,19 +190,17 @@ def build(v: dict[str, Any]) -> Workload:
     n, dop = v["queries"], v["maxdop"]
     starts, arrivals, kinds = [], [], []
     for q in range(n):
-        starts += [start] + [start] * dop  # a worker's address is set by FORK
+        starts += [start] * (dop + 1)  # a worker's address is set by FORK
         arrivals += [q * v["start_gap_s"] * 1e6] + [math.inf] * dop
         kinds += ["coordinator"] + ["worker"] * dop
-    per_worker = v["rows_per_query"] / dop * max(v["compress_us_per_row"], v["delta_us_per_row"])
-    bursts = n * dop * (per_worker / BURST_US + 1)
     return Workload(
         program=prog, worker_start=starts, worker_scheduler=[-1] * len(starts), worker_arrival_us=arrivals,
         worker_daemon=[False] * len(starts), worker_kind=kinds, latches=[], schedulers=v["schedulers"],
         quantum_us=v["quantum_ms"] * 1000.0, context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
         work_units=0,
         memory=MemorySpec(target_kb=int(target_mb(v) * KB_PER_MB), limit_kb=v["max_server_memory_mb"] * KB_PER_MB),
-        expected_events=int(3 * bursts),
-        expected_ms=(n * dop * per_worker / v["schedulers"] + n * v["start_gap_s"] * 1e6
+        expected_events=int(3 * (bursts(v) + n * dop)),
+        expected_ms=(n * dop * worker_cpu_us(v) / v["schedulers"] + n * v["start_gap_s"] * 1e6
                      + v["grant_timeout_s"] * 1e6) / 1000.0,
         collect=_collect(v),
     )
@@ -200,12 +208,10 @@ def build(v: dict[str, Any]) -> Workload:
 
 def check(v: dict[str, Any]) -> None:
     """A bounded number of CPU bursts (so of events)."""
-    per_worker = v["rows_per_query"] / v["maxdop"] * max(v["compress_us_per_row"], v["delta_us_per_row"])
-    bursts = v["queries"] * v["maxdop"] * per_worker / BURST_US
-    if bursts > MAX_BURSTS:
+    if bursts(v) > MAX_BURSTS:
         raise ParameterError(
             f"queries={v['queries']} x rows_per_query={v['rows_per_query']:,} at "
-            f"{max(v['compress_us_per_row'], v['delta_us_per_row'])} us per row is {bursts:,.0f} CPU bursts of "
+            f"{max(v['compress_us_per_row'], v['delta_us_per_row'])} us per row is {bursts(v):,.0f} CPU bursts of "
             f"{BURST_US / 1000:g} ms: use at most {MAX_BURSTS:,} (fewer queries or rows)")
 
 
