@@ -3,6 +3,7 @@
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
 #   make sweep   recompute every explorer grid (replicated seeds) into book/data/ on every core
+#   make execute re-execute every notebook in place (the outputs nbval compares)
 #   make clean   remove build outputs (keeps .venv)
 # Works on a fresh Debian machine with Python 3.11, node/npm and network access to PyPI, npm and apt.
 
@@ -19,10 +20,10 @@ JOBS ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help install system-deps vendor book test lab sweep clean
+.PHONY: help install system-deps vendor book test lab sweep execute clean
 
 help:
-	@sed -n '2,7p' Makefile | sed 's/^# *//'
+	@sed -n '2,8p' Makefile | sed 's/^# *//'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +73,10 @@ sweep: install
 	@names="$$($(PY) -c 'from models.sweep import sweeps; print(" ".join(sorted(sweeps())))')"; \
 	if [ -z "$$names" ]; then echo "no sweeps under models/sweeps/"; exit 1; fi; \
 	for name in $$names; do echo "+ python -m models sweep $$name"; $(PY) -m models sweep "$$name"; done
+
+# Stored outputs for nbval, with no widget state (see scripts/execute_notebooks.py).
+execute: install
+	$(PY) scripts/execute_notebooks.py --jobs $(JOBS)
 
 clean:
 	rm -rf _build book/_vendor node_modules .pytest_cache

@@ -76,7 +76,12 @@ _METRIC_LABELS = {
     "schedulers": "schedulers (count)",
     "workers": "workers (count)",
     "maxdop": "MAXDOP (workers)",
+    "busy_scheduler": "co-tenant on CPU (-1: none)",  # a scheduler index; a scheduler per CPU
+    "row_bytes": "row size (bytes)",
 }
+MAX_RADIO = 4  # a slider column with at most this many values becomes radio buttons
+# Abbreviated words in column names, spelled out for labels ('hold_dist' -> 'hold distribution').
+_SPELLED = {"dist": "distribution", "cpu": "CPU", "os": "OS", "lpim": "LPIM", "adr": "ADR", "mb": "MB", "dop": "DOP"}
 _SUFFIX_UNITS = (("_per_s", "per second"), ("_ms", "ms"), ("_us", "µs"), ("_count", "count"))
 
 
@@ -111,7 +116,12 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
         unit = "µs" if cat_unit == "us" else cat_unit
     elif not unit and kind == "int":
         unit = "count"
-    words = words.replace("_", " ")
+    words = " ".join(_SPELLED.get(word, word) for word in words.split("_")).replace("co tenant", "co-tenant")
+    if unit and words.split()[-1].lower() == unit.lower():  # 'rows (rows)', 'max server memory mb (MB)'
+        if unit == "rows" or " " not in words:
+            unit = "count"
+        else:
+            words = words.rsplit(" ", 1)[0]
     return f"{words} ({unit})" if unit else words
 
 
@@ -125,16 +135,17 @@ def _title(title: str, caption: str) -> alt.TitleParams:
     return alt.TitleParams(text=title, subtitle=caption, anchor="start", subtitleFontStyle="italic")
 
 
-def _records(df: pd.DataFrame) -> alt.Data:
-    """Inline data as plain JSON values (no row limit, no hashed dataset names)."""
-    return alt.Data(values=json.loads(df.to_json(orient="records", double_precision=10)))
+def _records(df: pd.DataFrame) -> pd.DataFrame:
+    """A chart's data: the DataFrame itself, which the book's data transformer (models.render) writes into
+    the spec as plain JSON rows when the spec is made, so building a chart never copies its rows."""
+    return df.reset_index(drop=True)
 
 
 def _empty(title: str, caption: str, message: str) -> alt.Chart:
     """A chart that says there is nothing to draw, with the usual title."""
     return (alt.Chart(alt.Data(values=[{"message": message}]))
             .mark_text(align="left", fontSize=13, color="#555")
-            .encode(text="message:N")
+            .encode(text=alt.Text("message:N"))
             .properties(title=_title(title, caption), width=400, height=40))
 
 
@@ -182,12 +193,18 @@ def _state_color() -> alt.Color:
                      sort=list(STATES), legend=alt.Legend(orient="top"))
 
 
-def _gantt(data: Any, order: list[str], *, x_title: str) -> alt.Chart:
-    """The bare Gantt layer: one bar per state interval."""
+def _gantt(df: pd.DataFrame, order: list[str], *, x_title: str) -> alt.Chart:
+    """The bare Gantt layer: one bar per state interval, rows in ``order``.
+
+    The order travels in the data (a ``row_order`` column) rather than in the spec, so two runs with
+    different workers give the same spec and a live panel only swaps the data.
+    """
+    position = {row: k for k, row in enumerate(order)}
+    data = _records(df.assign(row_order=df["row"].map(position)))
     return alt.Chart(data).mark_bar(height={"band": 0.8}).encode(
         x=alt.X("start_ms:Q", title=x_title),
-        x2="end_ms:Q",
-        y=alt.Y("row:N", title="worker @ scheduler", sort=order),
+        x2=alt.X2("end_ms"),
+        y=alt.Y("row:N", title="worker @ scheduler", sort=alt.EncodingSortField(field="row_order", op="min")),
         color=_state_color(),
         tooltip=[alt.Tooltip("row:N", title="worker"), alt.Tooltip("state:N"),
                  alt.Tooltip("start_ms:Q", title="from (ms)", format=",.3f"),
@@ -212,12 +229,12 @@ def timeline(trace: Any, *, title: str = "Worker states over time", caption: str
         return _empty(title, caption, "No trace recorded: run the model with trace_events > 0.")
     x_title = "simulated time (ms)"
     if by_scheduler:
-        base = _gantt(_records(df), _row_order(df), x_title=x_title).properties(
+        base = _gantt(df, _row_order(df), x_title=x_title).properties(
             width=width, height=alt.Step(row_height))
         return (base.facet(row=alt.Row("scheduler:O", title="scheduler",
                                        header=alt.Header(labelExpr="'S' + datum.value")))
                 .resolve_scale(y="independent").properties(title=_title(title, caption)))
-    return _gantt(_records(df), _row_order(df), x_title=x_title).properties(
+    return _gantt(df, _row_order(df), x_title=x_title).properties(
         title=_title(title, caption), width=width, height=alt.Step(row_height))
 
 
@@ -237,7 +254,7 @@ def timeline_compare(traces: Mapping[str, Any], *, title: str = "Worker states, 
         return _empty(title, caption, "No trace recorded: run the models with trace_events > 0.")
     df = pd.concat(frames, ignore_index=True)
     order = list(dict.fromkeys(r for f in frames for r in _row_order(f)))
-    base = _gantt(_records(df), order, x_title="simulated time (ms)").properties(
+    base = _gantt(df, order, x_title="simulated time (ms)").properties(
         width=width, height=alt.Step(row_height))
     return (base.facet(row=alt.Row("run:N", title=None, sort=[str(k) for k in traces],
                                    header=alt.Header(labelFontWeight="bold", labelAngle=0,
@@ -274,12 +291,14 @@ def _ecdf(name: str, w: np.ndarray, max_points: int) -> pd.DataFrame:
 
 
 def _symlog_ticks(top: float, constant: float) -> list[float]:
-    """Axis ticks 0, then 1-2-5 steps (or powers of ten over a wide span) from the symlog constant up to top."""
+    """Axis ticks 0, then 1-2-5 steps from the symlog constant up to top."""
     low = 10.0 ** math.floor(math.log10(constant))
     decades = max(0, math.ceil(math.log10(max(top, low) / low)))
-    mults = (1, 2, 5) if decades <= 3 else (1,)
-    ticks = [0.0] + [round(m * low * 10.0 ** k, 12) for k in range(decades + 1) for m in mults]
-    return [t for t in ticks if t <= top * 1.0001] or [0.0]
+    ticks = [0.0] + [round(m * low * 10.0 ** k, 12) for k in range(decades + 1) for m in (1, 2, 5)]
+    return [t for t in ticks if t <= top * 1.0001]
+
+
+_TICKS_TOP_MS = 100_000.0  # the longest wait any axis of per-acquire waits is given ticks for
 
 
 def wait_distribution(results: Mapping[str, Any], *, title: str = "Latch wait per acquire",
@@ -300,9 +319,12 @@ def wait_distribution(results: Mapping[str, Any], *, title: str = "Latch wait pe
     names = [str(k) for k in results]
     color = alt.Color("run:N", title="run", sort=names,
                       scale=alt.Scale(domain=names, range=_palette(len(names))))
+    # Candidate ticks 0 and 1-2-5 steps up to 100 s: Vega draws those inside the data's domain and drops
+    # labels that would overlap, so the spec does not depend on the data (a live panel only swaps data).
     x = alt.X("wait_ms:Q", title="wait from request to running with the latch (ms, symlog scale)",
               scale=alt.Scale(type="symlog", constant=symlog_constant_ms),
-              axis=alt.Axis(values=_symlog_ticks(float(curve["wait_ms"].max()), symlog_constant_ms)))
+              axis=alt.Axis(values=_symlog_ticks(_TICKS_TOP_MS, symlog_constant_ms),
+                            format="~g", labelOverlap="greedy"))
     y = alt.Y("percent:Q", title="acquires waiting at most this long (%)", scale=alt.Scale(domain=[0, 100]))
     line = alt.Chart(_records(curve)).mark_line(interpolate="step-after").encode(x=x, y=y, color=color)
     points = alt.Chart(_records(marks)).mark_point(size=70, filled=True).encode(
@@ -325,13 +347,13 @@ def _reference_layers(reference: Any, x: str, y: str, y_scale: alt.Scale) -> lis
         if "label" not in ref:
             ref["label"] = "reference"
         return [alt.Chart(_records(ref[[x, y, "label"]])).mark_line(strokeDash=[6, 4], color="#333").encode(
-            x=f"{x}:Q", y=alt.Y(f"{y}:Q", scale=y_scale), detail="label:N",
-            tooltip=["label:N", alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=",.4g")])]
+            x=alt.X(f"{x}:Q"), y=alt.Y(f"{y}:Q", scale=y_scale), detail=alt.Detail("label:N"),
+            tooltip=[alt.Tooltip("label:N"), alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=",.4g")])]
     rules = pd.DataFrame({"label": [str(k) for k in reference], "value": [float(v) for v in reference.values()]})
     rule = alt.Chart(_records(rules)).mark_rule(strokeDash=[6, 4], color="#333").encode(
-        y=alt.Y("value:Q", scale=y_scale), tooltip=["label:N", alt.Tooltip("value:Q", format=",.4g")])
+        y=alt.Y("value:Q", scale=y_scale), tooltip=[alt.Tooltip("label:N"), alt.Tooltip("value:Q", format=",.4g")])
     text = alt.Chart(_records(rules)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
-        y=alt.Y("value:Q", scale=y_scale), x=alt.value(0), text="label:N")
+        y=alt.Y("value:Q", scale=y_scale), x=alt.value(0), text=alt.Text("label:N"))
     return [rule, text]
 
 
@@ -381,7 +403,7 @@ def points_on_curves(points: pd.DataFrame, curves: pd.DataFrame, x: str, y: str,
     pts = points[[x, y, color]].assign(low=points[y] - points[ci], high=points[y] + points[ci])
     line = alt.Chart(_records(curves[[x, y, color]])).mark_line().encode(
         x=xq, y=alt.Y(f"{y}:Q", title=label(y, labels)), color=colour)
-    bars = alt.Chart(_records(pts)).mark_rule().encode(x=xq, y="low:Q", y2="high:Q", color=colour)
+    bars = alt.Chart(_records(pts)).mark_rule().encode(x=xq, y=alt.Y("low:Q"), y2=alt.Y2("high"), color=colour)
     dots = alt.Chart(_records(pts)).mark_point(filled=True, size=50).encode(
         x=xq, y=f"{y}:Q", color=colour,
         tooltip=[alt.Tooltip(f"{x}:Q", title=label(x, labels)),
@@ -521,6 +543,17 @@ def slider_values(col: str, values: list[Any], labels: Mapping[str, str] | None)
     return [_fmt(v) + (f" {unit}" if unit else "") for v in values]
 
 
+def _radio(col: str, values: list[Any], start: Any, labels: Mapping[str, str] | None
+           ) -> tuple[alt.Parameter, str, str]:
+    """Radio buttons for a slider column with only a few values: each value is shown, none is a position."""
+    name = f"r_{_slug(col)}"
+    unit = _unit_of(label(col, labels))
+    bind = alt.binding_radio(options=values, labels=[_fmt(v) + (f" {unit}" if unit else "") for v in values],
+                             name=f"{label(col, labels)} ")
+    param = alt.param(name=name, value=start, bind=bind)
+    return param, f"datum[{json.dumps(col)}] == {name}", _with_unit(name, unit)
+
+
 def _dropdown(col: str, values: list[Any], start: Any, labels: Mapping[str, str] | None
               ) -> tuple[alt.Parameter, str, str]:
     """An Altair parameter bound to a select input, its filter expression and its readout expression."""
@@ -591,9 +624,9 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     params, filters, readouts, shown_values = [], [], [], {}
     for col in inputs:
         values = _grid_values(data[col])
-        if col in sliders and (texts := slider_values(col, values, labels)) is not None:
+        make = _slider if col in sliders and len(values) > MAX_RADIO else _radio if col in sliders else _dropdown
+        if make is _slider and (texts := slider_values(col, values, labels)) is not None:
             shown_values[f"s_{_slug(col)}"] = texts
-        make = _slider if col in sliders else _dropdown
         param, expr, readout = make(col, values, _start(col, values, defaults), labels)
         params.append(param)
         filters.append(expr)
@@ -604,7 +637,7 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     panels[0] = panels[0].add_params(*params)
     shown = " + '   ·   ' + ".join(readouts) or "'all rows'"
     readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"'Showing: ' + {shown}")
-               .mark_text(align="left", fontSize=12, color="#333").encode(text="showing:N", x=alt.value(0))
+               .mark_text(align="left", fontSize=12, color="#333").encode(text=alt.Text("showing:N"), x=alt.value(0))
                .properties(width=width, height=16, view=alt.ViewBackground(strokeWidth=0)))
     body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
     chart = alt.vconcat(readout, body).properties(title=_title(title, caption))
@@ -689,16 +722,17 @@ def time_to_convoy(onsets: pd.DataFrame, summary: pd.DataFrame, *, horizon_s: fl
     medians = summary.dropna(subset=["median_s"])[["arrival_rate_per_s", "median_s"]]
     y_time = alt.Y("time_to_convoy_s:Q", title="time to convoy (s, log scale)", scale=alt.Scale(type="log"))
     ticks = alt.Chart(_records(hit)).mark_tick(opacity=0.6, thickness=1.5, color=SERIES_COLORS[0]).encode(
-        x=x, y=y_time, tooltip=["arrival_rate_per_s:Q", "seed:Q", alt.Tooltip("time_to_convoy_s:Q", format=".2f")])
+        x=x, y=y_time, tooltip=[alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("seed:Q"),
+                                alt.Tooltip("time_to_convoy_s:Q", format=".2f")])
     diamonds = alt.Chart(_records(medians)).mark_point(shape="diamond", size=90, filled=True,
                                                        color=SERIES_COLORS[1]).encode(
         x=x, y=alt.Y("median_s:Q", scale=alt.Scale(type="log")),
-        tooltip=["arrival_rate_per_s:Q", alt.Tooltip("median_s:Q", title="median (s)", format=".2f")])
+        tooltip=[alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("median_s:Q", title="median (s)", format=".2f")])
     bars = alt.Chart(_records(summary[["arrival_rate_per_s", "share", "convoyed", "runs"]])).mark_bar(
         color=SERIES_COLORS[0]).encode(
         x=x, y=alt.Y("share:Q", title=f"runs that convoyed within {horizon_s:g} s (%)",
                       axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        tooltip=["arrival_rate_per_s:Q", "convoyed:Q", "runs:Q"])
+        tooltip=[alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("convoyed:Q"), alt.Tooltip("runs:Q")])
     return alt.hconcat((ticks + diamonds).properties(width=width, height=height),
                        bars.properties(width=int(width * 0.7), height=height)).properties(
         title=_title(title, caption))
@@ -795,8 +829,8 @@ def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: s
             pos_lo=100.0 * counts["p"] / position_bins, pos_hi=100.0 * (counts["p"] + 1) / position_bins))
     data = pd.concat(cells, ignore_index=True)
     chart = alt.Chart(_records(data)).mark_rect().encode(
-        x=alt.X("time_lo:Q", title="time (% of the run)", scale=alt.Scale(domain=[0, 100])), x2="time_hi:Q",
-        y=alt.Y("pos_lo:Q", title="leaf page in key order (%)", scale=alt.Scale(domain=[0, 100])), y2="pos_hi:Q",
+        x=alt.X("time_lo:Q", title="time (% of the run)", scale=alt.Scale(domain=[0, 100])), x2=alt.X2("time_hi"),
+        y=alt.Y("pos_lo:Q", title="leaf page in key order (%)", scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("pos_hi"),
         color=alt.Color("inserts:Q", title="inserts", scale=alt.Scale(type="log", scheme="blues")),
         tooltip=[alt.Tooltip("run:N", title="key"), alt.Tooltip("inserts:Q")],
     ).properties(width=width, height=height)
@@ -835,43 +869,48 @@ def query_phases(queries: pd.DataFrame, behaviour: str) -> pd.DataFrame:
 def grant_timeline(queries: pd.DataFrame, grants: pd.DataFrame, *, behaviour: str, target_mb: float,
                    limit_mb: float, title: str, caption: str, width: int = 520) -> alt.VConcatChart:
     """Who waits, who runs and who fails (top), and the memory granted against the target and the limit (below)."""
+    # The spec depends on the data as little as it can (a live panel then only swaps data): the row order
+    # travels in the data, the height is a step per row, every phase has its legend entry, the error marks
+    # are a layer even when empty, and the two panels share their time axis.
     bars = query_phases(queries, behaviour)
-    names = list(dict.fromkeys(f"insert {q}" for q in queries["query"]))
+    order = {f"insert {q}": k for k, q in enumerate(dict.fromkeys(queries["query"]))}
+    bars = bars.assign(order=bars["query"].map(order))
     end_s = float(max(bars["end_s"].max() if len(bars) else 0.0, grants["time_ms"].max() / 1000.0))
-    x = alt.X("start_s:Q", title="time since the first insert started (s)", scale=alt.Scale(domain=[0, end_s]))
-    phases = [p for p in PHASE_COLORS if p in set(bars["phase"])]
+    x = alt.X("start_s:Q", title="time since the first insert started (s)")
+    y = alt.Y("query:N", title=None, sort=alt.EncodingSortField(field="order", op="min"))
+    phases = list(PHASE_COLORS)
     gantt = alt.Chart(_records(bars)).mark_bar(height=14).encode(
-        x=x, x2="end_s:Q", y=alt.Y("query:N", title=None, sort=names),
+        x=x, x2=alt.X2("end_s"), y=y,
         color=alt.Color("phase:N", title=None, sort=phases, legend=alt.Legend(orient="top", direction="horizontal"),
                         scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases])),
-        tooltip=["query:N", "phase:N", "outcome:N", alt.Tooltip("start_s:Q", format=".1f"),
-                 alt.Tooltip("end_s:Q", format=".1f")])
+        tooltip=[alt.Tooltip("query:N"), alt.Tooltip("phase:N"), alt.Tooltip("outcome:N"),
+                 alt.Tooltip("start_s:Q", format=".1f"), alt.Tooltip("end_s:Q", format=".1f")])
     failed = queries[queries["outcome"] == "error_8645"]
-    layers = [gantt]
-    if len(failed):
-        marks = pd.DataFrame({"query": [f"insert {q}" for q in failed["query"]],
-                              "start_s": (failed["start_ms"] + failed["elapsed_ms"]).to_numpy() / 1000.0,
-                              "label": "error 8645"})
-        layers.append(alt.Chart(_records(marks)).mark_text(align="left", dx=4, color=OUTCOME_COLORS["error 8645"],
-                                                          fontWeight="bold")
-                      .encode(x=x, y=alt.Y("query:N", sort=names), text="label:N"))
-    top = alt.layer(*layers).properties(width=width, height=22 * len(names))
+    marks = pd.DataFrame({"query": [f"insert {q}" for q in failed["query"]],
+                          "start_s": (failed["start_ms"] + failed["elapsed_ms"]).to_numpy() / 1000.0,
+                          "label": "error 8645"})
+    marks["order"] = marks["query"].map(order)
+    layers = [gantt, alt.Chart(_records(marks)).mark_text(align="left", dx=4, color=OUTCOME_COLORS["error 8645"],
+                                                        fontWeight="bold").encode(x=x, y=y, text=alt.Text("label:N"))]
+    top = alt.layer(*layers).properties(width=width, height=alt.Step(22))
     steps = pd.concat([grants, pd.DataFrame({"time_ms": [end_s * 1000.0], "granted_mb": [grants["granted_mb"].iloc[-1]],
                                              "waiters": [grants["waiters"].iloc[-1]]})], ignore_index=True)
     steps = steps.assign(time_s=steps["time_ms"] / 1000.0).drop_duplicates("time_s", keep="last")
     memory = alt.Chart(_records(steps[["time_s", "granted_mb", "waiters"]])).mark_line(
         interpolate="step-after", color="#0072B2").encode(
-        x=alt.X("time_s:Q", title="time since the first insert started (s)", scale=alt.Scale(domain=[0, end_s])),
+        x=alt.X("time_s:Q", title="time since the first insert started (s)"),
         y=alt.Y("granted_mb:Q", title="memory granted (MB)",
                 scale=alt.Scale(domain=[0, max(limit_mb, float(steps["granted_mb"].max())) * 1.05])),
-        tooltip=[alt.Tooltip("time_s:Q", format=".1f"), alt.Tooltip("granted_mb:Q", format=",.0f"), "waiters:Q"])
+        tooltip=[alt.Tooltip("time_s:Q", format=".1f"), alt.Tooltip("granted_mb:Q", format=",.0f"),
+                 alt.Tooltip("waiters:Q")])
     lines = pd.DataFrame({"mb": [target_mb, limit_mb],
                           "label": [f"semaphore target {target_mb:,.0f} MB", f"max server memory {limit_mb:,.0f} MB"]})
-    rules = alt.Chart(_records(lines)).mark_rule(strokeDash=[5, 4], color="#555").encode(y="mb:Q")
+    rules = alt.Chart(_records(lines)).mark_rule(strokeDash=[5, 4], color="#555").encode(y=alt.Y("mb:Q"))
     texts = alt.Chart(_records(lines)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
-        y="mb:Q", x=alt.value(0), text="label:N")
+        y=alt.Y("mb:Q"), x=alt.value(0), text=alt.Text("label:N"))
     bottom = alt.layer(memory, rules, texts).properties(width=width, height=170)
-    return alt.vconcat(top, bottom).resolve_scale(color="independent").properties(title=_title(title, caption))
+    return (alt.vconcat(top, bottom).resolve_scale(color="independent", x="shared")
+            .properties(title=_title(title, caption)))
 
 
 def stacked_counts(df: pd.DataFrame, y: str, x: str, color: str, colors: Mapping[str, str], *, row: str | None = None,

@@ -21,6 +21,11 @@ class ParameterError(ValueError):
     """A parameter value (or name, or combination) that a scenario does not accept."""
 
 
+def bound_text(x: float) -> str:
+    """A range bound as messages show it: a whole number in full (2,147,483,647), else as written (0.0001)."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of a scenario."""
@@ -40,7 +45,7 @@ class Param:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         unit = f" {self.unit}" if self.unit else ""
         what = "an integer" if self.kind == "int" else "a number"
-        return f"{what} from {self.low:g} to {self.high:g}{unit}"
+        return f"{what} from {bound_text(self.low)} to {bound_text(self.high)}{unit}"
 
     def check(self, value: Any) -> Any:
         """Return ``value`` converted to this parameter's type, or raise ParameterError."""

@@ -28,9 +28,10 @@ import html
 import json
 import math
 import os
-from typing import Any
+from typing import Any, ContextManager, Iterator
 
 import altair as alt
+import pandas as pd
 
 from models.stored import CHART, significant
 
@@ -93,16 +94,58 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         f'"{div_id}") ? me.previousElementSibling : document.getElementById("{div_id}");\n'
         f"  var spec = {spec_text};\n"
         f"  var opts = {opts_text};\n"
-        "  function draw() {\n"
+        "  var view = null, laidOutAt = 0, resizing = null;\n"
+        "  function draw(room) {\n"
         "    if (typeof window.vegaEmbed !== 'function') {\n"
         "      el.textContent = 'This chart needs the book\\'s vega bundle: open it from the built site "
         "or run the notebook in JupyterLab.';\n"
         "      return;\n"
         "    }\n"
-        "    window.vegaEmbed(el, spec, opts).then(function () { showValues(el, spec); }).catch(function (err) {\n"
+        "    if (view) { view.finalize(); view = null; }\n"
+        "    if (!room) { el.dataset.narrowed = ''; el.dataset.laidOut = ''; laidOutAt = el.clientWidth; }\n"
+        "    window.vegaEmbed(el, room ? narrow(spec, room) : spec, opts).then(function (result) {\n"
+        "      view = result.view;\n"
+        "      showValues(el, spec);\n"
+        "      var svg = el.querySelector('svg');\n"
+        "      var over = svg ? Number(svg.getAttribute('width')) - el.clientWidth : 0;\n"
+        "      var next = room ? room - over - 10 : el.clientWidth - 120;\n"
+        "      if (over > 1 && next >= 120 && (!room || el.dataset.narrowed === '1')) {\n"
+        "        el.dataset.narrowed = room ? '2' : '1';\n"
+        "        draw(next);\n"
+        "      } else {\n"
+        "        el.dataset.laidOut = 'true';  // final layout (the browser tests wait for it)\n"
+        "      }\n"
+        "    }).catch(function (err) {\n"
         "      el.textContent = 'Chart error: ' + err;\n"
         "      console.error(err);\n"
         "    });\n"
+        "  }\n"
+        "  function narrow(spec, room) {\n"
+        "    // The chart laid out again for a narrow column: panels side by side go one above the other, and\n"
+        "    // no panel is wider than room px (a wider page draws it as built; CSS scales what still overflows).\n"
+        "    var out = JSON.parse(JSON.stringify(spec));\n"
+        "    function lines(text, size) {\n"
+        "      var out = [], line = '';\n"
+        "      [].concat(text).join(' ').split(' ').forEach(function (word) {\n"
+        "        if (line && (line + ' ' + word).length * size > room) { out.push(line); line = word; }\n"
+        "        else { line = line ? line + ' ' + word : word; }\n"
+        "      });\n"
+        "      return line ? out.concat([line]) : out;\n"
+        "    }\n"
+        "    (function fit(v) {\n"
+        "      if (v.hconcat) { v.vconcat = v.hconcat; delete v.hconcat; }\n"
+        "      if (v.title && v.title.text) {  // titles and captions wrap to the room (px per character)\n"
+        "        v.title.text = lines(v.title.text, 7.5);\n"
+        "        if (v.title.subtitle) { v.title.subtitle = lines(v.title.subtitle, 6); }\n"
+        "      }\n"
+        "      if (v.mark === 'text' || (v.mark && v.mark.type === 'text')) {  // a text line is cut to the room\n"
+        "        v.mark = Object.assign(typeof v.mark === 'string' ? {type: 'text'} : v.mark, {limit: room});\n"
+        "      }\n"
+        "      ['vconcat', 'concat', 'layer'].forEach(function (k) { (v[k] || []).forEach(fit); });\n"
+        "      if (v.spec) { fit(v.spec); }\n"
+        "      if (typeof v.width === 'number' && v.width > room) { v.width = room; }\n"
+        "    })(out);\n"
+        "    return out;\n"
         "  }\n"
         "  function showValues(root, spec) {\n"
         f"    var texts = (spec.usermeta || {{}})[{json.dumps(SLIDER_VALUES)}] || {{}};\n"
@@ -116,8 +159,12 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "      show();\n"
         "    });\n"
         "  }\n"
-        "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(); }\n"
-        "  else { window.addEventListener('load', draw); }\n"
+        "  window.addEventListener('resize', function () {  // a new column width: lay the chart out anew\n"
+        "    clearTimeout(resizing);\n"
+        "    resizing = setTimeout(function () { if (Math.abs(el.clientWidth - laidOutAt) > 1) { draw(0); } }, 150);\n"
+        "  });\n"
+        "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(0); }\n"
+        "  else { window.addEventListener('load', function () { draw(0); }); }\n"
         "})();\n"
         "</script>"
     )
@@ -133,6 +180,62 @@ def _describe(spec: dict[str, Any]) -> str:
     return f"<Altair chart{': ' + str(title) if title else ''}>"
 
 
+def _subcharts(chart: Any) -> Iterator[Any]:
+    """The chart and every chart nested in it (layers, concatenations, a facet's inner spec)."""
+    yield chart
+    for attr in ("layer", "hconcat", "vconcat", "concat"):
+        inner = getattr(chart, attr, alt.Undefined)
+        if isinstance(inner, list):
+            for sub in inner:
+                yield from _subcharts(sub)
+    inner = getattr(chart, "spec", alt.Undefined)
+    if isinstance(inner, alt.SchemaBase):
+        yield from _subcharts(inner)
+
+
+def unchecked() -> ContextManager[None]:
+    """Build charts without Altair's schema check on every object (a live panel's redraw; the book's
+    charts are built checked, by the same functions)."""
+    from altair.utils import schemapi
+
+    return schemapi.debug_mode(False)
+
+
+def quick_spec(chart: Any) -> dict[str, Any]:
+    """The chart's Vega-Lite dict in milliseconds, for a live panel that redraws on every control change.
+
+    ``chart.to_dict()`` checks the whole spec against the Vega-Lite schema and walks every data row
+    (0.1 to 0.5 s for a timeline); here each chart's data is set aside as a named top-level dataset
+    before the walk, and the check is skipped: the same chart builders draw the book's checked charts.
+    """
+    datasets: dict[str, Any] = {}
+    swapped = []
+    for sub in _subcharts(chart):
+        data = getattr(sub, "data", alt.Undefined)
+        values = data._kwds.get("values") if isinstance(data, alt.Data) else None
+        if isinstance(data, pd.DataFrame):
+            values = records(data)
+        if isinstance(values, list):
+            name = f"panel-data-{len(datasets)}"
+            datasets[name] = values
+            swapped.append((sub, data))
+            sub.data = alt.Data(name=name)
+    try:
+        with unchecked():
+            spec = chart.to_dict(validate=False)
+    finally:
+        for sub, data in swapped:
+            sub.data = data
+    if datasets:
+        spec["datasets"] = {**spec.get("datasets", {}), **datasets}
+    return spec
+
+
+def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
+    """The mime bundle JupyterLab draws natively (Vega-Lite JSON) for a spec, with a plain-text stand-in."""
+    return {NOTEBOOK_MIMETYPE: spec, "text/plain": _describe(spec)}
+
+
 def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
     """The 'offline' Altair renderer: site HTML during the book build, the Vega-Lite mimetype otherwise."""
     if site_build():
@@ -140,7 +243,26 @@ def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
     return {NOTEBOOK_MIMETYPE: _portable(spec), "text/plain": _describe(spec)}
 
 
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A DataFrame as the JSON rows a spec inlines (no index; NaN as null; floats to 10 digits)."""
+    return json.loads(df.to_json(orient="records", double_precision=10))
+
+
+def _inline_values(data: Any) -> Any:
+    """The book's Altair data transformer: a chart's DataFrame goes into its spec as plain JSON rows.
+
+    A chart keeps its DataFrame until the spec is written, so building and combining charts never copies
+    rows; Altair's default would also cap the rows and name each dataset by a hash of its unrounded values
+    (which differ in the last digits between CPUs, so stored outputs would too).
+    """
+    return {"values": records(data)} if isinstance(data, pd.DataFrame) else data
+
+
 def enable() -> None:
-    """Register and enable the offline renderer (idempotent); call once before displaying charts."""
+    """Register and enable the offline renderer and the data transformer (idempotent); call once before
+    displaying charts."""
     alt.renderers.register(RENDERER_NAME, offline_renderer)
     alt.renderers.enable(RENDERER_NAME)
+    alt.data_transformers.register(RENDERER_NAME, _inline_values)
+    alt.data_transformers.enable(RENDERER_NAME)
+    alt.data_transformers.consolidate_datasets = False

@@ -1,4 +1,4 @@
-"""Values a notebook stores (glue records, tables, chart data), rounded to what the reader sees.
+"""Values a notebook stores (numbers the prose quotes, tables, chart data), rounded to what the reader sees.
 
 nbval compares a notebook's stored outputs with a fresh run on the CI
 machine, so a stored number must not depend on the CPU.  The engine's own
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 from numbers import Integral, Real
 from typing import Any
 
@@ -54,15 +55,27 @@ def fitted(result: Any) -> Any:
     return significant(result, FITTED)
 
 
+class Glued(types.SimpleNamespace):
+    """The numbers a chapter's prose quotes, by name.
+
+    A markdown cell reads one with an inline expression, ``{eval}`f"{g.q4_tp:,.0f}"```: myst-nb
+    evaluates it when it builds the site, jupyterlab-myst when a reader runs the notebook, so both
+    show the same sentence with the same number.
+    """
+
+
+g = Glued()  # one per kernel: every notebook imports it beside glue()
+
+
 def glue(name: str, value: Any, digits: int = DIGITS) -> Any:
-    """Glue ``value`` (rounded) under ``name`` for the prose, without displaying it; returns what was stored.
+    """Store ``value`` (rounded) as ``g.<name>`` for the prose to quote; returns what was stored.
 
     Round a fit's output with :func:`fitted` first (or pass ``digits=FITTED``).
     """
-    from myst_nb import glue as _glue  # notebook-only dependency: keep the engine importable without it
-
+    if not name.isidentifier():
+        raise ValueError(f"glue name {name!r} is not a Python identifier: the prose reads it as g.{name}")
     if isinstance(value, np.generic):
         value = value.item()
     stored = significant(value, digits)
-    _glue(name, stored, display=False)
+    setattr(g, name, stored)
     return stored

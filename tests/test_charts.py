@@ -27,8 +27,8 @@ def sweep() -> pd.DataFrame:
     """A fake sweep: a non-uniform hold grid, a uniform scheduler grid, two policies, four rates."""
     rows = []
     for policy in ("fair", "unfair"):
-        for hold in (0.5, 1.0, 2.0, 5.0):
-            for sched in (2, 4, 6):
+        for hold in (0.5, 1.0, 2.0, 5.0, 10.0):
+            for sched in (2, 4, 6, 8, 10):
                 for rate in (100.0, 200.0, 300.0, 400.0):
                     rows.append({"policy": policy, "hold_ms": hold, "schedulers": sched,
                                  "arrival_rate_per_s": rate, "throughput_per_s": rate / hold + sched,
@@ -71,7 +71,24 @@ def test_timeline_rows_sorted_by_worker_number_not_text():
                           "state": ["running", "suspended", "running"],
                           "start_ms": [0.0, 0.0, 1.0], "end_ms": [1.0, 1.0, 2.0]})
     spec = charts.timeline(trace).to_dict()
-    assert spec["encoding"]["y"]["sort"] == ["W2 @ S0", "W10 @ S1"]
+    assert spec["encoding"]["y"]["sort"] == {"field": "row_order", "op": "min"}  # the order travels in the data
+    order = {v["row"]: v["row_order"] for v in spec["data"]["values"]}
+    assert sorted(order, key=order.get) == ["W2 @ S0", "W10 @ S1"]
+
+
+def test_panel_charts_keep_their_spec_when_only_the_data_changes():
+    """A live panel swaps data into the drawn chart when the spec (without data) is unchanged."""
+    from models import render
+
+    def bare(chart):
+        spec = render.quick_spec(chart)
+        spec.pop("datasets")
+        return spec
+
+    a = models.run("closed-latch", workers=8, acquires=400, trace_events=300, seed=1)
+    b = models.run("closed-latch", workers=9, acquires=400, trace_events=300, seed=2)
+    assert bare(charts.timeline(a)) == bare(charts.timeline(b))
+    assert render.quick_spec(charts.timeline(a))["datasets"] != render.quick_spec(charts.timeline(b))["datasets"]
 
 
 def test_timeline_window_and_worker_limit(fair):
@@ -217,13 +234,13 @@ def test_explorer_binds_inputs_with_units_and_ranges():
     params = {p["name"]: p for p in spec["params"]}
     hold = params["s_hold_ms"]  # non-uniform grid: a slider over the value's position
     assert hold["bind"]["input"] == "range"
-    assert (hold["bind"]["min"], hold["bind"]["max"], hold["bind"]["step"]) == (0, 3, 1)
+    assert (hold["bind"]["min"], hold["bind"]["max"], hold["bind"]["step"]) == (0, 4, 1)
     assert "(ms)" in hold["bind"]["name"] and "position" not in hold["bind"]["name"]
     assert hold["value"] == 2  # the catalogue default 2 ms is the third grid value
     # The site's script prints the value at each position beside the input, not the position.
-    assert spec["usermeta"][charts.SLIDER_VALUES] == {"s_hold_ms": ["0.5 ms", "1 ms", "2 ms", "5 ms"]}
+    assert spec["usermeta"][charts.SLIDER_VALUES] == {"s_hold_ms": ["0.5 ms", "1 ms", "2 ms", "5 ms", "10 ms"]}
     sched = params["s_schedulers"]  # uniform grid: a slider over the values themselves
-    assert (sched["bind"]["min"], sched["bind"]["max"], sched["bind"]["step"]) == (2, 6, 2)
+    assert (sched["bind"]["min"], sched["bind"]["max"], sched["bind"]["step"]) == (2, 10, 2)
     assert params["d_policy"]["bind"] == {"input": "select", "options": ["fair", "unfair"],
                                           "labels": ["fair", "unfair"], "name": "latch policy "}
     panels = spec["vconcat"][1]["hconcat"]
@@ -249,9 +266,21 @@ def test_explorer_numeric_colour_column_gets_distinct_colours():
     chart = charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["schedulers"],
                             dropdowns=["policy"], color="hold_ms")
     spec = chart.to_dict()
-    assert spec["vconcat"][1]["encoding"]["color"]["scale"]["domain"] == [0.5, 1.0, 2.0, 5.0]
+    assert spec["vconcat"][1]["encoding"]["color"]["scale"]["domain"] == [0.5, 1.0, 2.0, 5.0, 10.0]
     drawn = svg(chart)
-    assert sum(colour.lower() in drawn.lower() for colour in charts.SERIES_COLORS[:4]) == 4
+    assert sum(colour.lower() in drawn.lower() for colour in charts.SERIES_COLORS[:5]) == 5
+
+
+def test_explorer_few_values_are_radio_buttons_showing_each_value():
+    df = sweep().query("hold_ms in (0.5, 1.0, 2.0) and schedulers == 4")
+    spec = charts.explorer(df, "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms"],
+                           dropdowns=["policy"]).to_dict()
+    radio = {p["name"]: p for p in spec["params"]}["r_hold_ms"]
+    assert radio["bind"]["input"] == "radio" and radio["bind"]["labels"] == ["0.5 ms", "1 ms", "2 ms"]
+    assert radio["value"] == 2.0 and charts.SLIDER_VALUES not in spec.get("usermeta", {})
+    drawn = vl_convert.vegalite_to_svg(spec)
+    spec["params"][0]["value"] = 0.5
+    assert "<path" in drawn and vl_convert.vegalite_to_svg(spec) != drawn
 
 
 def test_explorer_rejects_an_unbound_grid_dimension_and_bad_defaults():

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import re
 import subprocess
 import sys
+
+import pytest
+
+import models
+from models import cli as cli_module
+from models.cli import COMPILING, RUN_OPTIONS, THROUGHPUT_COUNTS, main
+from models.params import ParameterError
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -55,3 +65,158 @@ def test_run_prints_the_queries_of_a_memory_grant_workload():
     assert "RESOURCE_SEMAPHORE" in out.stdout and "sys.dm_os_latch_stats" not in out.stdout  # no latches: no rows
     data = json.loads(cli("run", "cci-insert", "queries=2", "--json").stdout)
     assert [q["outcome"] for q in data["queries"]] == ["granted", "granted"]
+
+
+# ---------------------------------------------------------------- issue 14: the command line
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    """``python -m models ARGS`` in this process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_reserved_names_are_refused_by_name_without_a_traceback():
+    for assignment, name in (("scenario=closed-latch", "'scenario'"), ("progress=1", "'progress'")):
+        out = cli("run", "convoy", assignment)
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
+        assert out.stderr.startswith(f"error: {assignment.split('=')[0]}=") and name in out.stderr
+
+
+def test_every_keyword_of_models_run_is_a_listed_run_option_or_refused(capsys):
+    keywords = [name for name, p in inspect.signature(models.run).parameters.items()
+                if p.kind is not p.VAR_KEYWORD]
+    listed = run_main(capsys, "list")[1].split("run options")[1]
+    for name in keywords:
+        if name in {o.name for o in RUN_OPTIONS}:
+            assert f"\n  {name} " in listed
+        else:
+            code, _, err = run_main(capsys, "run", "convoy", f"{name}=1")
+            assert code == 2 and f"{name}='1' is refused: {name!r}" in err
+
+
+def test_run_options_are_in_list_and_run_help(capsys):
+    _, listed, _ = run_main(capsys, "list")
+    options = listed.split("run options (any scenario, set like a parameter):\n")[1]
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--help"])
+    assert done.value.code == 0
+    helped = capsys.readouterr().out
+    for option in RUN_OPTIONS:
+        for text in (options, helped):
+            line = next(ln for ln in text.splitlines() if ln.split()[:1] == [option.name])
+            assert option.allowed() in line and option.help in line
+    assert "python -m models list" in helped
+    for name, spec in models.scenarios().items():
+        assert any(ln.split() == [name, *spec.doc.split()] for ln in helped.splitlines()), name
+
+
+def test_run_option_ranges_are_the_ones_models_run_checks():
+    for option in RUN_OPTIONS:
+        assert option.check(option.high) == option.high
+        over = option.high + 1 if option.kind == "int" else option.high * 2
+        with pytest.raises(ParameterError, match=f"{option.name}="):
+            models.run("convoy", **{option.name: over})
+        with pytest.raises(ParameterError, match="out of range"):
+            option.check(over)
+    with pytest.raises(ParameterError, match="above 0"):
+        next(o for o in RUN_OPTIONS if o.name == "max_sim_ms").check(0)
+    with pytest.raises(ParameterError):
+        models.run("convoy", max_sim_ms=0)
+
+
+def test_a_repeated_parameter_is_refused_by_name(capsys):
+    code, out, err = run_main(capsys, "run", "convoy", "hold_ms=1", "requests=100", "hold_ms=2")
+    assert code == 2 and out == ""
+    assert err == "error: hold_ms is given twice (hold_ms=1, hold_ms=2): give it once\n"
+
+
+def test_a_value_that_is_not_a_number_says_so(capsys):
+    cases = [
+        (("convoy", "trace_events=abc"), "error: trace_events='abc' is not an integer: use an integer from 0 to 2,000,000"),
+        (("closed-latch", "workers=1.5"), "error: workers='1.5' is not an integer: use an integer from 1 to 1,024"),
+        (("convoy", "hold_ms=abc"), "error: hold_ms='abc' is not a number: use a number from 0.0001 to 1,000 ms"),
+        (("convoy", "max_sim_ms=x"), "error: max_sim_ms='x' is not a number: use a number above 0 and up to "
+                                     "1,000,000,000 ms"),
+    ]
+    for args, message in cases:
+        code, _, err = run_main(capsys, "run", *args)
+        assert (code, err) == (2, message + "\n")
+    code, out, _ = run_main(capsys, "run", "closed-latch", "workers=1e1", "acquires=100", "--json")
+    assert code == 0 and json.loads(out)["params"]["workers"] == 10  # a whole number written as a float is fine
+
+
+def test_integer_bounds_print_in_full(capsys):
+    code, _, err = run_main(capsys, "run", "convoy", "seed=-1")
+    assert code == 2 and "use an integer from 0 to 2,147,483,647" in err
+    _, listed, _ = run_main(capsys, "list")
+    assert "2,147,483,647" in listed and not re.search(r"\de[+-]\d", listed)
+
+
+def test_list_columns_are_aligned(capsys):
+    _, listed, _ = run_main(capsys, "list")
+    lines = listed.splitlines()
+    entries = [p for spec in models.scenarios().values() for p in spec.params] + list(RUN_OPTIONS)
+    starts = set()
+    for p in entries:
+        line = next(ln for ln in lines if ln.split()[:1] == [p.name] and p.allowed() in ln and p.help in ln)
+        starts.add((line.index(p.name), line.index("default "), line.index(p.allowed()), len(line) - len(p.help)))
+    assert len(starts) == 1, sorted(starts)
+
+
+def test_bare_run_asks_for_the_scenario(capsys):
+    for args in (("run",), ("run", "hold_ms=2")):
+        code, _, err = run_main(capsys, *args)
+        assert code == 2 and err.startswith("error: a scenario is required") and "name=value is" not in err
+        assert all(name in err for name in models.scenarios())
+
+
+def test_a_truncated_run_warns_in_one_plain_line():
+    out = cli("run", "convoy", "requests=100000", "max_events=1000")
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln != COMPILING]
+    assert lines == ["warning: convoy: the run reached max_events=1000 before the workload finished; "
+                     "the result is truncated"]
+    assert "TRUNCATED" in out.stdout.splitlines()[0]
+
+
+def test_every_throughput_names_what_it_counts(capsys):
+    for name in models.scenarios():
+        assert name in THROUGHPUT_COUNTS, f"{name}: say what its throughput counts in THROUGHPUT_COUNTS"
+        code, out, err = run_main(capsys, "run", name)
+        assert code == 0, err
+        headline = out.splitlines()[0]
+        counts = THROUGHPUT_COUNTS[name]
+        if counts:
+            assert re.search(rf", throughput [\d,]+\.\d {counts}/s$", headline), headline
+        else:  # only a workload that counts nothing says so
+            assert headline.endswith(", throughput not counted") and models.run(name).throughput_per_s == 0
+    assert "log records/s" in cli("run", "parallel-insert").stdout.splitlines()[0]
+
+
+def test_compiling_message_only_when_the_cache_is_cold(capsys, monkeypatch):
+    for cold in (True, False):
+        monkeypatch.setattr(cli_module, "engine_cache_is_cold", lambda cold=cold: cold)
+        code, _, err = run_main(capsys, "run", "convoy", "requests=100")
+        assert code == 0 and (COMPILING in err) == cold
+    monkeypatch.setattr(cli_module, "engine_cache_is_cold", lambda: True)
+    code, _, err = run_main(capsys, "run", "convoy", "hold_ms=-1")
+    assert code == 2 and COMPILING not in err  # bad input fails before the message
+
+
+def test_cold_cache_detection_reads_numbas_cache(tmp_path):
+    check = "from models.cli import engine_cache_is_cold; print(engine_cache_is_cold())"
+    empty = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert empty.stdout.strip() == "True", empty.stderr
+    cli("run", "convoy", "requests=100")  # warms the cache if this clone never ran the engine
+    warm = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert warm.stdout.strip() == "False", warm.stderr
+    assert COMPILING not in cli("run", "convoy", "requests=100").stderr
+
+
+def test_a_pipe_closed_early_is_not_a_traceback():
+    run = subprocess.run(f"{sys.executable} -m models list | head -1", shell=True, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() and "Traceback" not in run.stderr

@@ -251,13 +251,16 @@ def test_time_to_convoy_chart_states_the_computed_shares_on_shared_categories():
 
 
 def test_every_exercise_names_its_knob_and_shows_its_run():
+    """Each exercise: the question naming its knob, the run a reader can open, then (after the hidden cell that
+    hands the run's figures to the prose) the solution quoting them, closed in a dropdown."""
     cells = _notebook()["cells"]
     start = next(k for k, c in enumerate(cells) if "## Exercises" in "".join(c["source"]))
-    questions = [k for k, c in enumerate(cells[start:], start) if c["cell_type"] == "markdown" and "{dropdown}" in "".join(c["source"])]
-    assert len(questions) >= 4
-    for k in questions:
-        text = "".join(cells[k]["source"])
-        assert "`" in text.split("{dropdown}")[0]                        # a knob, named as a parameter
-        run = cells[k + 1]
+    solutions = [k for k, c in enumerate(cells[start:], start)
+                 if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("```{dropdown} Solution")]
+    assert len(solutions) >= 4
+    for k in solutions:
+        question, run, numbers = cells[k - 3], cells[k - 2], cells[k - 1]
+        assert question["cell_type"] == "markdown" and "`" in "".join(question["source"])  # a knob, as a parameter
         assert run["cell_type"] == "code" and "hide-cell" in run["metadata"].get("tags", [])
         assert "cv.run(" in "".join(run["source"]) and run["outputs"]     # a run the reader can open, and its figure
+        assert "remove-input" in numbers["metadata"].get("tags", []) and "glue" in "".join(numbers["source"])

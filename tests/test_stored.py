@@ -42,13 +42,15 @@ def test_fitted_rounds_every_field_of_a_fit():
     assert (fit.lambda_, fit.sigma, fit.kappa, fit.peak_n, fit.r_squared) == (13230.0, 0.1435, 0.04103, 4.574, 0.9412)
 
 
-def test_glue_stores_the_rounded_value(monkeypatch):
-    seen = {}
-    import myst_nb
+def test_glue_stores_the_rounded_value_for_the_prose():
+    assert stored.glue("x_test", np.float64(0.1434761116101261)) == 0.1434761116
+    assert stored.g.x_test == 0.1434761116 and type(stored.g.x_test) is float
+    assert f"{stored.g.x_test:.2f}" == "0.14"  # what {eval}`f"{g.x_test:.2f}"` shows in the prose
 
-    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: seen.update({name: (value, display)}))
-    assert stored.glue("x", np.float64(0.1434761116101261)) == 0.1434761116
-    assert seen == {"x": (0.1434761116, False)}
+
+def test_glue_refuses_a_name_the_prose_cannot_read():
+    with pytest.raises(ValueError, match="not a Python identifier"):
+        stored.glue("2w-2s", 1.0)
 
 
 def test_chart_data_is_rounded_in_the_spec():

@@ -87,8 +87,34 @@ def test_real_run_shows_tables_and_charts():
     assert any("sys.dm_os_latch_stats" in h for h in htmls)
     assert any("sys.dm_os_wait_stats" in h for h in htmls)
     assert any("sys.dm_os_spinlock_stats" in h for h in htmls)
-    assert sum("image/svg+xml" in k for k in kinds) == 2  # timeline and wait distribution
+    assert all(k == ["text/html", "text/plain"] for k in kinds)
+    # The timeline and the wait distribution, as Vega-Lite for the front end to draw (no SVG from the kernel).
+    assert [c["spec"]["title"]["text"] for c in p.chart_view.charts] == ["Worker states over time",
+                                                                          "Latch wait per acquire"]
+    assert all(c["datasets"] and "datasets" not in c["spec"] for c in p.chart_view.charts)
+    assert "throughput" in p.summary.value and p.chart_view.version == 1
     assert p.last_result.params["requests"] == 200
+    assert p.status.value.startswith("updated in ") and "(model " in p.status.value
+
+
+def test_a_change_runs_at_once_and_reports_the_whole_update(small):
+    runner = FakeRunner(small)
+    box = widgets.panel("convoy", knobs=KNOBS, runner=runner, outputs=("waits",), run_at_start=False)
+    p = box.panel
+    p.controls["policy"].value = "unfair"
+    assert len(runner.calls) == 1 and p.chart_view.version == 1  # no debounce pause by default
+    assert p.last_update_s is not None and p.status.value == (
+        f"updated in {p.last_update_s * 1000:.0f} ms (model {p.status.value.split('model ')[1]}")
+
+
+def test_a_listed_range_is_a_slider_over_those_values():
+    box = widgets.panel("convoy", knobs=["wakeup_us"], fixed={"wakeup_us": 20.0},
+                        ranges={"wakeup_us": [0.0, 5.0, 20.0, 50.0, 200.0]}, run_at_start=False)
+    control = box.panel.controls["wakeup_us"]
+    assert isinstance(control, w.SelectionSlider) and control.value == 20.0
+    assert [label for label, _ in control.options] == ["0", "5", "20", "50", "200"] and control.label == "20"
+    with pytest.raises(ValueError, match="wakeup_us"):
+        widgets.panel("convoy", knobs=["wakeup_us"], ranges={"wakeup_us": [0.0, 20_000.0]}, run_at_start=False)
 
 
 def test_invalid_combination_shows_the_message_not_a_traceback():
@@ -100,6 +126,7 @@ def test_invalid_combination_shows_the_message_not_a_traceback():
     assert p.last_error and "acquires" in p.last_error
     (only,) = p.output.outputs
     assert "Not run:" in only["data"]["text/html"] and "Traceback" not in only["data"]["text/html"]
+    assert p.chart_view.layout.display == "none" and p.summary.value == ""
     assert "acquires=10" in only["data"]["text/plain"]
 
 
@@ -196,3 +223,14 @@ def test_debouncer_with_a_manual_timer():
     d.trigger()
     d.flush()
     assert fired == [1, 1] and not d.pending
+
+
+def test_the_site_build_stores_no_vega_bundle_in_the_page(monkeypatch, small):
+    """On the static site the panel is a note; its chart view must not carry the 0.9 MB bundle into the page."""
+    from models import render
+
+    live = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("waits",))
+    assert "vegaEmbed" in live.panel.chart_view._esm
+    monkeypatch.setenv(render.ENV_VAR, "site")
+    site = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("waits",))
+    assert len(site.panel.chart_view._esm) < 100
