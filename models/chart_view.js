@@ -3,14 +3,10 @@
 // compiling and drawing the chart again. Prefixed at load time by the vega-embed bundle, which sets
 // window.vegaEmbed; nothing is fetched from the network.
 
-function sameSpec(a, b) {
-  return a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b);
-}
-
 export default {
   render({ model, el }) {
     el.classList.add("latch-charts-view");
-    const shown = [];  // per chart: {div, view, spec}
+    const shown = [];  // per chart: {div, view, key}: key is the drawn spec as JSON, to compare the next one with
     let drawing = Promise.resolve();
 
     async function draw() {
@@ -23,13 +19,14 @@ export default {
       }
       for (let k = 0; k < charts.length; k++) {
         const { spec, datasets } = charts[k];
+        const key = JSON.stringify(spec);
         let slot = shown[k];
         if (!slot) {
-          slot = { div: document.createElement("div"), view: null, spec: null };
+          slot = { div: document.createElement("div"), view: null, key: null };
           el.appendChild(slot.div);
           shown.push(slot);
         }
-        if (slot.view && sameSpec(slot.spec, spec)) {
+        if (slot.view && slot.key === key) {
           for (const [name, rows] of Object.entries(datasets)) slot.view.data(name, rows);
           await slot.view.runAsync();
           slot.div.dataset.update = "data";
@@ -37,7 +34,7 @@ export default {
           if (slot.view) slot.view.finalize();
           const result = await window.vegaEmbed(slot.div, { ...spec, datasets }, { actions: false, renderer: "canvas" });
           slot.view = result.view;
-          slot.spec = spec;
+          slot.key = key;
           slot.div.dataset.update = "embed";
         }
       }
