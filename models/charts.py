@@ -18,6 +18,7 @@ from a sweep stays interactive in the static site with no kernel.
 from __future__ import annotations
 
 import functools
+import html
 import json
 import math
 import re
@@ -454,14 +455,17 @@ def _plain_number(value: Any) -> Any:
     return value
 
 
-def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVTable:
+def text_table(df: pd.DataFrame, title: str, caption: str | None = None, *, break_words: bool = False) -> DMVTable:
     """A table of words (a comparison, a checklist) as deterministic HTML: every cell whole, left-aligned, wrapping.
 
     A plain DataFrame's HTML cuts cells at ``display.max_colwidth`` (50 characters) with '...';
     a Styler never does, and a fixed uuid keeps the stored output the same at every execution.
+    ``break_words`` lets a long name (APPEND_ONLY_STORAGE_INSERT_POINT) break inside, so the table fits a phone.
     """
     styler = DMVTable(df.reset_index(drop=True), uuid=_slug(title), cell_ids=False).hide(axis="index")
-    styler = styler.format(_plain_number)
+    styler = styler.format(_breakable if break_words else _plain_number)
+    if break_words:
+        styler = wrap_headers(styler)
     text = f"{title}: {caption}" if caption else title
     return styler.set_caption(text).set_table_styles([
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},
@@ -470,11 +474,19 @@ def text_table(df: pd.DataFrame, title: str, caption: str | None = None) -> DMVT
     ])
 
 
+def _breakable(value: Any) -> Any:
+    """A cell that may wrap after each '_', or a '.' before a letter (a long DMV or parameter name), as HTML."""
+    value = _plain_number(value)
+    if not isinstance(value, str):
+        return value
+    return re.sub(r"\.(?=[A-Za-z])", ".<wbr>", html.escape(value).replace("_", "_<wbr>"))
+
+
 class _WrappedHeaders(DMVTable):
     """A DMVTable whose HTML headers carry <wbr> break points; its plain text keeps the names whole."""
 
     def __repr__(self) -> str:
-        return super().__repr__().replace("_<wbr>", "_")
+        return super().__repr__().replace("<wbr>", "").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
 
 
 def wrap_headers(table: DMVTable) -> DMVTable:
@@ -932,3 +944,45 @@ def stacked_counts(df: pd.DataFrame, y: str, x: str, color: str, colors: Mapping
     if row is not None:
         chart = chart.facet(row=alt.Row(f"{row}:N", title=None, sort=list(dict.fromkeys(df[row]))))
     return chart.properties(title=_title(title, caption))
+
+
+# ---------------------------------------------------------------- your server
+
+def whatif_chart(table: pd.DataFrame, *, title: str, caption: str, choose: str | None = None,
+                 start: Any = None, labels: Mapping[str, str] | None = None, width: int = 340) -> alt.Chart:
+    """Each change's predicted throughput over the fitted model's now (1: no gain), with its range, on a log axis.
+
+    ``table`` is :func:`models.whatif.table`'s rows that apply; with ``choose`` (a column such as the
+    scenario) a list below the chart picks which fit's changes are drawn, with no kernel.
+    """
+    keys = ["what"] + ([choose] if choose else [])
+    data = table[keys + ["change", "vs_now", "throughput", "throughput_low", "throughput_high", "unit"]].copy()
+    now = data["throughput"] / data["vs_now"]
+    data["low_ratio"] = data["throughput_low"] / now
+    data["high_ratio"] = data["throughput_high"] / now
+    top = float(max(data["high_ratio"].max(), 1.0)) * 1.15
+    bottom = float(min(data["low_ratio"].min(), 1.0)) / 1.15
+    scale = alt.Scale(type="log", domain=[bottom, top], nice=False)
+    x_title = "throughput after the change ÷ now (log scale)"
+    ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 20, 50) if bottom <= t <= top]
+    x = alt.X("vs_now:Q", title=x_title, scale=scale,
+              axis=alt.Axis(format="~g", values=ticks, labelOverlap="greedy"))
+    y = alt.Y("what:N", title=None, sort=alt.EncodingSortField("vs_now", order="descending"),
+              axis=alt.Axis(labelLimit=180, minExtent=185, maxExtent=185))  # the same room for any labels
+    tooltip = [alt.Tooltip("change:N", title="change"), alt.Tooltip("vs_now:Q", title="× now", format=".3~g"),
+               alt.Tooltip("throughput:Q", title="throughput", format=",.4~g"), alt.Tooltip("unit:N", title="unit")]
+    base = alt.Chart()
+    params = []
+    if choose:
+        values = _grid_values(data[choose])
+        param, expr, _ = _dropdown(choose, values, start if start is not None else values[0], labels)
+        params.append(param)
+        base = base.transform_filter(expr)
+    bars = base.mark_rule(strokeWidth=3, color=SERIES_COLORS[0], opacity=0.45).encode(
+        x=alt.X("low_ratio:Q", scale=scale, title=x_title), x2="high_ratio:Q", y=y)
+    dots = base.mark_point(filled=True, size=70, color=SERIES_COLORS[0]).encode(x=x, y=y, tooltip=tooltip)
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(color="#555", strokeDash=[4, 3]).encode(
+        x=alt.X("one:Q", scale=scale, title=x_title))
+    layered = alt.layer(bars, dots, data=_records(data)).add_params(*params)
+    return (alt.layer(layered, one).properties(width=width, height=alt.Step(26),
+                                               title=_title(title, caption)))

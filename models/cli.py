@@ -3,6 +3,9 @@
     python -m models list [--json]
     python -m models run SCENARIO name=value ... [--json]
     python -m models sweep NAME [--jobs N | --dask ADDRESS]
+    python -m models snapshot SCENARIO name=value ... [--interval-s S] [--start-s T] [--no-xevents]
+    python -m models fit SNAPSHOT.csv [--json] [--scenario NAME]
+    python -m models whatif SNAPSHOT.csv [CHANGE[=VALUE]] [--json]
 
 Each ``name=value`` of a run sets one of the scenario's parameters or one of
 the run options (:data:`RUN_OPTIONS`: models.run's bounds and records), at
@@ -293,6 +296,120 @@ def _run(scenario: str | None, assignments: list[str], as_json: bool) -> None:
             print(_table(title, table))
 
 
+# ----------------------------------------------------------------------------- snapshot, fit, what-if
+
+
+def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | None, start_s: float,
+              xevents: bool) -> None:
+    """Print the CSV a capture of the scenario's run would give (see models.snapshot)."""
+    from models.snapshot import from_model
+
+    if scenario is None or "=" in scenario:
+        raise ParameterError(f"a scenario is required: python -m models snapshot SCENARIO [name=value ...] with "
+                             f"SCENARIO one of {', '.join(models.scenarios())}")
+    spec = models.get_scenario(scenario)
+    params, options = parse(spec, assignments)
+    if options:
+        raise ParameterError(f"{', '.join(options)}: run options do not apply to a snapshot; "
+                             "--start-s and --interval-s set its window")
+    if engine_cache_is_cold():
+        print(COMPILING, file=sys.stderr, flush=True)
+    print(from_model(spec.name, params, interval_s=interval_s, start_s=start_s, xevents=xevents).to_csv(), end="")
+
+
+def _number_text(x: Any, unit: str) -> str:
+    """A parameter value as the report prints it: four significant digits and its unit."""
+    from models.whatif import figure
+
+    return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
+
+
+def fit_text(f: Any) -> str:
+    """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined."""
+    lines = [f"diagnosis: {f.diagnosis.name}" + (f" -> scenario {f.scenario}" if f.scenario else ""), "evidence:"]
+    lines += [f"  - {e}" for e in f.diagnosis.evidence]
+    if f.scenario is None:
+        return "\n".join(lines) + "\n"
+    lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
+    rows = [(name, _number_text(e.estimate, e.unit),
+             "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}", e.basis, e.how)
+            for name, e in f.params.items() if e.basis != "assumed"]
+    lines += _aligned(rows)
+    if f.undetermined:
+        lines.append("not determined by this snapshot (the scenario's value is used):")
+        lines += _aligned([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
+                           for u in f.undetermined])
+    return "\n".join(lines) + "\n"
+
+
+def whatif_text(table: pd.DataFrame) -> str:
+    """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not."""
+    from models.whatif import figure
+
+    applies = table[table["throughput"].notna()]
+    lines = [f"now: {r.note}" for r in applies.itertuples() if r.change == "now" and r.note]
+    rows = [(r.change, f"{figure(r.throughput)} {r.unit}",
+             f"({figure(r.throughput_low)} to {figure(r.throughput_high)})",
+             f"x{r.vs_now:.2f}", f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
+    lines += _aligned(rows)
+    skipped = table[table["throughput"].isna()]
+    if len(skipped):
+        lines.append("not applicable:")
+        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()])
+    return "\n".join(lines) + "\n"
+
+
+def _fit(path: str, as_json: bool, scenario: str | None) -> None:
+    """Read a snapshot, fit it and print the report (or its JSON)."""
+    from models import fit as fitting
+    from models.snapshot import read
+
+    snap = read(path)
+    if engine_cache_is_cold():
+        print(COMPILING, file=sys.stderr, flush=True)
+    f = fitting.fit(snap, scenario=scenario)
+    print(f.to_json() if as_json else fit_text(f), end="\n" if as_json else "")
+
+
+def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) -> None:
+    """Fit a snapshot and print one change's prediction, or the table of every change."""
+    from models import fit as fitting
+    from models import whatif
+    from models.snapshot import read
+
+    if change is not None:
+        whatif.parse_change(change)  # a bad change fails before the fit runs
+    snap = read(path)
+    if engine_cache_is_cold():
+        print(COMPILING, file=sys.stderr, flush=True)
+    f = fitting.fit(snap, scenario=scenario)
+    if f.scenario is None:
+        raise ParameterError(f"no what-ifs: {fitting.NOT_A_LATCH} ({f.diagnosis.evidence[-1]})")
+    if change is not None:
+        p = whatif.predict(f, change)
+        out = {"change": p.change, "what": p.what, "sets": p.sets, "unit": p.unit, "applies": p.applies,
+               "note": p.note}
+        if p.applies:
+            for key in ("throughput", "wait_ms_per_s", "now_throughput", "now_wait_ms_per_s"):
+                r = getattr(p, key)
+                out[key] = {"estimate": r.estimate, "low": r.low, "high": r.high}
+        if as_json:
+            print(json.dumps(out, indent=2))
+        elif p.applies:
+            print(f"{p.change}: {p.what}\n  sets {', '.join(f'{k}={v}' for k, v in p.sets.items())}\n"
+                  f"  throughput {p.throughput} {p.unit} (now {p.now_throughput}), x{p.ratio:.2f}\n"
+                  f"  {p.wait_type} wait {p.wait_ms_per_s} ms/s (now {p.now_wait_ms_per_s})"
+                  + (f"\n  {p.note}" if p.note else ""))
+        else:
+            print(f"{p.change}: not applicable: {p.note}")
+        return
+    table = whatif.table(f, snap)
+    if as_json:
+        print(table.to_json(orient="records", indent=2))
+        return
+    print(whatif_text(table), end="")
+
+
 def _parser() -> argparse.ArgumentParser:
     """The parser of the three commands; ``run --help`` lists the run options and the scenarios."""
     parser = argparse.ArgumentParser(prog="python -m models", description=__doc__.splitlines()[0])
@@ -314,7 +431,40 @@ def _parser() -> argparse.ArgumentParser:
                        help="processes on this machine (default: every core; 1: run here, one by one)")
     where.add_argument("--dask", default=None, metavar="ADDRESS",
                        help="run on the Dask scheduler at ADDRESS (tcp://host:8786) instead")
+    p_snap = sub.add_parser("snapshot", help="write the DMV snapshot CSV of a model run (the capture script's format)",
+                            description="Run SCENARIO and print, as CSV, the snapshot a capture would take of it "
+                                        "between --start-s and --start-s + --interval-s (default: to the run's end).")
+    p_snap.add_argument("scenario", nargs="?", help=f"one of {', '.join(models.scenarios())}")
+    p_snap.add_argument("params", nargs="*", metavar="name=value", help="a parameter of the scenario")
+    p_snap.add_argument("--interval-s", type=float, default=None, metavar="S", help="seconds between the two reads")
+    p_snap.add_argument("--start-s", type=float, default=0.0, metavar="T", help="when the first read is (default 0)")
+    p_snap.add_argument("--no-xevents", action="store_true", help="leave out the latch_acquired counts")
+    p_fit = sub.add_parser("fit", help="diagnose a snapshot and fit its model",
+                           description="Read SNAPSHOT.csv (book/sql/capture_snapshot.sql's output), name the dominant "
+                                       "contention, and fit the model that explains it, with a range for each "
+                                       "parameter.")
+    p_fit.add_argument("snapshot", metavar="SNAPSHOT.csv")
+    p_fit.add_argument("--json", action="store_true",
+                       help="scenario, params (estimate, low, high) and evidence as JSON")
+    p_fit.add_argument("--scenario", default=None, help="fit this scenario instead of the diagnosed one")
+    p_what = sub.add_parser("whatif", help="predict what a change would buy, from a snapshot's fitted model",
+                            description="Fit SNAPSHOT.csv and predict throughput and waits after CHANGE, or after "
+                                        "every change when none is named.",
+                            epilog="changes:\n" + "\n".join(f"  {c.name:16s}{c.what}" + (f" (=VALUE: {c.value})"
+                                                                                          if c.value else "")
+                                                               for c in _changes()),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    p_what.add_argument("snapshot", metavar="SNAPSHOT.csv")
+    p_what.add_argument("change", nargs="?", metavar="CHANGE[=VALUE]", help="one change (default: the table of all)")
+    p_what.add_argument("--json", action="store_true", help="the prediction(s) as JSON")
+    p_what.add_argument("--scenario", default=None, help="fit this scenario instead of the diagnosed one")
     return parser
+
+
+def _changes():
+    from models.whatif import CHANGES
+
+    return CHANGES.values()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,13 +475,20 @@ def main(argv: list[str] | None = None) -> int:
             _list(args.json)
         elif args.command == "run":
             _run(args.scenario, args.params, args.json)
+        elif args.command == "snapshot":
+            _snapshot(args.scenario, args.params, args.interval_s, args.start_s, not args.no_xevents)
+        elif args.command == "fit":
+            _fit(args.snapshot, args.json, args.scenario)
+        elif args.command == "whatif":
+            _whatif(args.snapshot, args.change, args.json, args.scenario)
         else:
             from models.sweep import write_sweep
 
             for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
                 print(path)
     except ParameterError as err:
-        print(f"error: {err}", file=sys.stderr)
+        kind = getattr(err, "kind", "")  # a snapshot's errors say which kind they are
+        print(f"error: {kind + ': ' if kind else ''}{err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of stdout stopped early (| head): not an error of the run
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush stays quiet

@@ -35,13 +35,14 @@ from typing import Any, Callable, Iterable, Mapping
 
 import anywidget
 import ipywidgets as w
+import pandas as pd
 import traitlets
 
 import models
 from models import charts, render
 
 __all__ = ["panel", "Panel", "PanelBox", "ChartsView", "Debouncer", "static_note", "NOTE", "QUANTUM_NOTE",
-           "control_for"]
+           "control_for", "snapshot_panel", "SnapshotPanel"]
 
 NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to use it; "
         "the explorer below works here.")
@@ -425,3 +426,76 @@ def panel(scenario: str, knobs: Iterable[str], fixed: Mapping[str, Any] | None =
           outputs: Iterable[str] = OUTPUTS, **options: Any) -> PanelBox:
     """A live panel (a VBox) re-running ``scenario`` as its knobs move; options go to :class:`Panel`."""
     return Panel(scenario, knobs, fixed, outputs, **options).box
+
+
+# ---------------------------------------------------------------- your server: a snapshot in, its fit out
+
+SNAPSHOT_NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to upload your snapshot, or run "
+                 "python -m models fit snapshot.csv; the example's analysis is below.")
+
+
+class SnapshotPanel:
+    """Upload a DMV snapshot (or take the example) and see its diagnosis, fitted model and what-ifs.
+
+    The work is :mod:`models.fit` and :mod:`models.whatif`; this only reads the file and lays the answer out.
+    A bad file shows its named error (malformed snapshot, missing column, ...), never a traceback.
+    """
+
+    def __init__(self, example: Path) -> None:
+        self.example = example
+        self.upload = w.FileUpload(accept=".csv,.txt", multiple=False, description="Upload snapshot")
+        self.use_example = w.Button(description="Use the example", tooltip=str(example.name))
+        self.status = w.HTML()
+        self.output = w.Output()
+        self.upload.observe(self._on_upload, names="value")
+        self.use_example.on_click(lambda _: self.analyse(example, example.name))
+        self.box = PanelBox([w.HBox([self.upload, self.use_example]), self.status, self.output])
+        self.box.note = SNAPSHOT_NOTE
+
+    def _on_upload(self, change: dict[str, Any]) -> None:
+        files = change["new"]
+        if files:
+            item = files[0]
+            self.analyse(bytes(item["content"]), item["name"])
+
+    def analyse(self, source: Path | bytes, name: str) -> None:
+        """Read, fit and show ``source``; any bad input ends as its message in the status line."""
+        from IPython.display import display
+
+        from models import fit as fitting
+        from models import whatif
+        from models.analysis import your_server as ys
+
+        self.output.clear_output()
+        self.status.value = f"<p>fitting {html.escape(name)}…</p>"
+        start = time.perf_counter()
+        try:
+            fit = fitting.fit(ys.load(source), progress=lambda x: self._progress(name, x))
+            table = whatif.table(fit) if fit.scenario else None
+        except models.ParameterError as err:
+            kind = getattr(err, "kind", "")
+            self.status.value = _error_html(f"{name}: {kind + ': ' if kind else ''}{err}")
+            return
+        with self.output:
+            display(charts.text_table(pd.DataFrame([{"evidence": e} for e in fit.diagnosis.evidence]),
+                                      f"Diagnosis: {fit.diagnosis.name}"
+                                      + (f" (the {fit.scenario} model)" if fit.scenario else "")))
+            if fit.scenario:
+                display(charts.text_table(ys.params_frame(fit), "The fitted model"))
+                if fit.undetermined:
+                    display(charts.text_table(ys.undetermined_frame(fit), "What this snapshot cannot determine"))
+                rows = ys.whatif_frame(table)
+                if len(rows):
+                    display(charts.whatif_chart(rows, title="What each change would buy",
+                                                caption="Each dot is the fitted model's throughput after the change "
+                                                        "over its throughput now; the bar is its range."))
+        self.status.value = (f"<p>{html.escape(name)}: {html.escape(fit.diagnosis.name)}, fitted in "
+                             f"{_duration(time.perf_counter() - start)}</p>")
+
+    def _progress(self, name: str, done: float) -> None:
+        self.status.value = f"<p>fitting {html.escape(name)}: replicates {done:.0%}</p>"
+
+
+def snapshot_panel(example: Path) -> PanelBox:
+    """The upload panel of the "Your server" chapter (a VBox), starting empty."""
+    return SnapshotPanel(example).box

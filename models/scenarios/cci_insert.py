@@ -3,8 +3,8 @@
 Each query is a coordinator plus ``maxdop`` parallel workers.  The
 coordinator asks the default pool's resource semaphore for the query's
 grant (:mod:`models.grants`): ``grant_mb_per_dop`` per worker, capped at
-25% of the pool's query memory (REQUEST_MAX_MEMORY_GRANT_PERCENT's
-default).  The pool's query memory is 75% of ``max_server_memory_mb``; the
+``max_grant_percent`` of the pool's query memory (REQUEST_MAX_MEMORY_GRANT_PERCENT,
+25% by default).  The pool's query memory is 75% of ``max_server_memory_mb``; the
 regular semaphore's target is a little less, the rest kept for the
 small-query semaphore; a grant that would go over the target waits in FIFO
 order (RESOURCE_SEMAPHORE).  After ``grant_timeout_s`` a waiting query is
@@ -38,7 +38,7 @@ from models.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
 
 KB_PER_MB = 1024
 QUERY_MEMORY_SHARE = 0.75  # of max server memory, for query grants (Aschenbrenner 2018)
-MAX_GRANT_SHARE = 0.25     # of the pool's query memory, per query (CREATE WORKLOAD GROUP's default)
+MAX_GRANT_PERCENT = 25.0   # of the pool's query memory, per query (REQUEST_MAX_MEMORY_GRANT_PERCENT's default)
 TARGET_SHARE = 0.95        # assumed: the regular semaphore's target, after the small-query semaphore's part
 ROWGROUP_ROWS = 1_048_576  # the most rows a rowgroup (or a delta store) holds
 MIN_BULK_ROWS = 102_400    # fewer rows than this stay in a delta store
@@ -54,6 +54,8 @@ PARAMS = (
     Param("rows_per_query", "int", 4_194_304, "rows", 1, 100_000_000, help="rows each insert writes"),
     Param("behaviour", "choice", "rtm", choices=("rtm", "cu14"),
           help="SQL Server 2017 build: rtm compresses after a forced grant; cu14 writes delta stores"),
+    Param("max_grant_percent", "float", MAX_GRANT_PERCENT, "%", 1.0, 100.0,
+          help="REQUEST_MAX_MEMORY_GRANT_PERCENT: the most of the pool's query memory one query's grant may take"),
     Param("grant_timeout_s", "float", 25.0, "s", 0.001, 3_600.0,
           help="how long a query waits for its grant (25 s for columnstore inserts, not configurable)"),
     Param("start_gap_s", "float", 0.0, "s", 0.0, 3_600.0, help="time between the starts of consecutive inserts"),
@@ -75,8 +77,9 @@ def target_mb(v: dict[str, Any]) -> float:
 
 
 def grant_mb(v: dict[str, Any]) -> float:
-    """One insert's grant: its ask per worker times DOP, capped at 25% of the pool's query memory."""
-    return min(v["grant_mb_per_dop"] * v["maxdop"], MAX_GRANT_SHARE * query_memory_mb(v))
+    """One insert's grant: its ask per worker times DOP, capped at max_grant_percent (25%) of the pool's query memory."""
+    cap = v.get("max_grant_percent", MAX_GRANT_PERCENT) / 100.0  # a partial setup (analysis.cci.SETUP) keeps 25%
+    return min(v["grant_mb_per_dop"] * v["maxdop"], cap * query_memory_mb(v))
 
 
 def worker_cpu_us(v: dict[str, Any]) -> float:

@@ -1,0 +1,572 @@
+/*
+================================================================================
+capture_snapshot.sql: a DMV snapshot for `python -m models fit snapshot.csv`
+================================================================================
+
+WHAT IT DOES
+    Reads the server's latch, wait and spinlock counters (and a few others)
+    twice, @interval_s seconds apart, and prints what changed between the two
+    reads as one CSV: one result set with one column, csv, one line a row.
+    The format is the one models/snapshot.py defines: the header line, the
+    settings of the capture, then one row per DMV row that moved:
+
+        setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version
+        latch      sys.dm_os_latch_stats
+        wait       sys.dm_os_wait_stats
+        spinlock   sys.dm_os_spinlock_stats
+        xevent     latch_acquired events by latch class (only with @xevents = 1)
+        scheduler  sys.dm_os_schedulers, every visible online scheduler
+        counter    Batch Requests/sec, Transactions/sec, Version Generation rate (KB/s)
+        index      sys.dm_db_index_operational_stats of @database, as schema.table.index
+        page       sys.dm_os_waiting_tasks: page latch waiters seen at the two reads, by page
+
+    Counts and times are differences (second read minus first); max_time_ms is
+    the DMV's own maximum as the second read found it.  Every wait type that
+    moved is kept, the benign ones (idle waits, SOS_SCHEDULER_YIELD, ...)
+    included: the fit filters them itself.
+
+WHAT IT NEEDS
+    SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.
+    With @xevents = 1 it also creates, starts and drops an extended-events
+    session: ALTER ANY EVENT SESSION.  It changes nothing else.
+
+HOW TO RUN IT
+    Set the three parameters below (or, for @database, connect to that
+    database), run the whole script at once (it is a single batch, with no
+    batch separators) and save the result as snapshot.csv:
+
+    - SSMS: results to grid (Ctrl+D), run, click the csv column's header to
+      select the whole column, copy (Ctrl+C), paste into an empty file and
+      save it as snapshot.csv.
+    - sqlcmd:
+          sqlcmd -S SERVER -E -i capture_snapshot.sql -h -1 -W -o snapshot.csv
+      (-h -1: no column header, -W: no trailing blanks; the script sets
+      NOCOUNT ON, so no "rows affected" lines).  Add -d DATABASE to read that
+      database's indexes (sqlcmd starts in the login's default database), and
+      -f o:65001 to write the file as UTF-8 when a table or index name has
+      non-ASCII letters.
+
+    Then:
+          python -m models fit snapshot.csv
+
+    A restart, or a DBCC SQLPERF(..., CLEAR) of the wait, latch or spinlock
+    statistics, between the two reads makes counts go down: the script prints
+    those negative differences as they are and the fit refuses the file and
+    says why.  Take the snapshot again.
+
+    If you cancel the script while it waits with @xevents = 1, its event
+    session stays behind, running; drop it:
+          DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;
+    (the next run of this script also drops it).
+================================================================================
+*/
+
+SET NOCOUNT ON;               -- no "(n rows affected)" lines in the output
+SET QUOTED_IDENTIFIER ON;     -- the XML methods that read the event session need these
+SET ANSI_NULLS ON;            -- (sqlcmd's default for QUOTED_IDENTIFIER is OFF)
+SET ANSI_PADDING ON;
+SET ANSI_WARNINGS ON;
+SET ARITHABORT ON;
+SET CONCAT_NULL_YIELDS_NULL ON;
+SET NUMERIC_ROUNDABORT OFF;
+
+-------------------------------------------------------------------------------
+-- Parameters
+-------------------------------------------------------------------------------
+DECLARE @interval_s int     = 60;         -- seconds between the two snapshots (1 to 86399)
+DECLARE @xevents    bit     = 0;          -- 1: also count sqlserver.latch_acquired events by latch class
+                                          --    over the interval (extended events, histogram target).
+                                          --    latch_acquired fires on every latch acquire, millions of
+                                          --    times a second on a busy server: use it only for a short
+                                          --    interval on a test or quiet server.
+DECLARE @database   sysname = DB_NAME();  -- the database whose indexes (sys.dm_db_index_operational_stats)
+                                          -- and Transactions/sec counter are read
+
+-------------------------------------------------------------------------------
+-- Checks and working variables
+-------------------------------------------------------------------------------
+DECLARE @database_id int = DB_ID(@database);
+
+IF @interval_s IS NULL OR @interval_s < 1 OR @interval_s > 86399
+BEGIN
+    RAISERROR(N'@interval_s = %d: use 1 to 86399 seconds (WAITFOR DELAY waits less than 24 hours).',
+              16, 1, @interval_s);
+    RETURN;
+END;
+
+IF @database_id IS NULL
+BEGIN
+    RAISERROR(N'@database = %s: no such database on this server.', 16, 1, @database);
+    RETURN;
+END;
+
+-- WAITFOR DELAY takes 'hh:mm:ss': the seconds as a time of day, in style 108.
+DECLARE @delay char(8) = CONVERT(char(8), DATEADD(SECOND, @interval_s, CAST('00:00:00' AS time(0))), 108);
+
+DECLARE @xe_session sysname = N'capture_snapshot_latch_acquired';  -- the event session's name (fixed)
+DECLARE @snap       tinyint = 1;            -- which snapshot the loop below is taking (1, then 2)
+DECLARE @t1         datetime2(7);           -- when the first snapshot was taken
+DECLARE @t2         datetime2(7);           -- when the second snapshot was taken
+DECLARE @sessions   int = 0;                -- user sessions that ran a request during the interval
+DECLARE @dop        int = 0;                -- the largest dop of the user requests seen at either read
+DECLARE @seen       int;                    -- one read's largest dop
+DECLARE @target     xml;                    -- the histogram target's data
+DECLARE @dropped    bigint = 0;             -- events the event session lost (its buffers were full)
+DECLARE @sql        nvarchar(max);          -- dynamic SQL (the index names, in @database)
+DECLARE @names_note nvarchar(4000);         -- why index names could not be read, if they could not
+
+-------------------------------------------------------------------------------
+-- Working tables
+-------------------------------------------------------------------------------
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
+
+-- Both snapshots, one row per DMV row: the DMV's columns under the CSV's
+-- column names (NULL where the source has no such column).
+CREATE TABLE #snap (
+    snap           tinyint       NOT NULL,  -- 1: first snapshot, 2: second
+    source         varchar(10)   NOT NULL,  -- latch, wait, spinlock, scheduler, counter, index
+    name           nvarchar(256) NOT NULL,  -- for index rows object_<id>.index_<id> (named at the end)
+    object_id      int           NULL,      -- index rows only
+    index_id       int           NULL,      -- index rows only
+    count          bigint        NULL,
+    time_ms        bigint        NULL,
+    max_time_ms    bigint        NULL,
+    signal_time_ms bigint        NULL,
+    spins          bigint        NULL,
+    backoffs       bigint        NULL,
+    INDEX cx_snap CLUSTERED (snap, source, name)
+);
+
+-- The differences (second minus first), one row per row of the second snapshot.
+CREATE TABLE #delta (
+    source         varchar(10)   NOT NULL,
+    name           nvarchar(450) NOT NULL,  -- schema.table.index: up to 3 x 128 characters, 2 dots (and ids)
+    object_id      int           NULL,
+    index_id       int           NULL,
+    count          bigint        NULL,
+    time_ms        bigint        NULL,
+    max_time_ms    bigint        NULL,
+    signal_time_ms bigint        NULL,
+    spins          bigint        NULL,
+    backoffs       bigint        NULL
+);
+
+-- Tasks seen waiting on a page latch at the two reads, by page (db_id:file_id:page_id): a sample, not a
+-- difference, that says whether the waits are on one page.
+CREATE TABLE #pages (
+    name  nvarchar(256) NOT NULL,
+    count bigint        NOT NULL
+);
+
+-- latch_acquired events counted by latch class (@xevents = 1).
+CREATE TABLE #xevent (
+    name  nvarchar(256) NOT NULL,
+    count bigint        NOT NULL
+);
+
+-- The output, in order: grp (0 header, 1 settings, 2 latch, 3 wait, 4 spinlock,
+-- 5 xevent, 6 scheduler, 7 counter, 8 index, 9 page), then k within the group.  A row
+-- with raw set is printed as it is (the header line, a # comment line).
+CREATE TABLE #out (
+    grp            tinyint        NOT NULL,
+    k              int            NOT NULL,
+    raw            nvarchar(4000) NULL,
+    source         varchar(10)    NULL,
+    name           nvarchar(450)  NULL,
+    count          bigint         NULL,
+    time_ms        bigint         NULL,
+    max_time_ms    bigint         NULL,
+    signal_time_ms bigint         NULL,
+    spins          bigint         NULL,
+    backoffs       bigint         NULL,
+    value          nvarchar(400)  NULL
+);
+
+BEGIN TRY
+
+    ---------------------------------------------------------------------------
+    -- The extended-events session (created now, started after the first
+    -- snapshot).  A session of this name left by a cancelled run is dropped
+    -- first.  The histogram target counts events per value of the event field
+    -- (source_type = 0) class, the latch class; the session runs only between
+    -- the snapshots.
+    ---------------------------------------------------------------------------
+    IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = @xe_session)
+    BEGIN
+        IF EXISTS (SELECT 1 FROM sys.dm_xe_sessions WHERE name = @xe_session)
+            EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = STOP;');
+        EXEC (N'DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;');
+    END;
+
+    IF @xevents = 1
+        EXEC (N'
+CREATE EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER
+ADD EVENT sqlserver.latch_acquired
+ADD TARGET package0.histogram
+    (SET filtering_event_name = N''sqlserver.latch_acquired'',
+         source               = N''class'',
+         source_type          = 0,
+         slots                = 1024)
+WITH (MAX_MEMORY            = 4096 KB,
+      EVENT_RETENTION_MODE  = ALLOW_SINGLE_EVENT_LOSS,
+      MAX_DISPATCH_LATENCY  = 1 SECONDS,
+      TRACK_CAUSALITY       = OFF,
+      STARTUP_STATE         = OFF);');
+
+    ---------------------------------------------------------------------------
+    -- The two snapshots: the same queries, run twice, with the wait (and the
+    -- event session) between them.
+    ---------------------------------------------------------------------------
+    WHILE @snap <= 2
+    BEGIN
+        IF @snap = 2
+        BEGIN
+            IF @xevents = 1
+                EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = START;');
+
+            WAITFOR DELAY @delay;
+
+            IF @xevents = 1
+            BEGIN
+                -- Read the histogram while the session runs (stopping it frees
+                -- the target's memory), then stop and drop the session.  The
+                -- histogram is an asynchronous target: events still in the
+                -- session's buffers (at most MAX_DISPATCH_LATENCY, 1 s, of
+                -- them) are not in it yet, so the counts run a little low.
+                SELECT @target  = CAST(t.target_data AS xml),
+                       @dropped = s.dropped_event_count
+                FROM sys.dm_xe_sessions AS s
+                JOIN sys.dm_xe_session_targets AS t
+                  ON t.event_session_address = s.address
+                WHERE s.name = @xe_session
+                  AND t.target_name = N'histogram';
+
+                EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = STOP;');
+                EXEC (N'DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;');
+
+                -- Each slot is <Slot count="N"><value>KEY</value></Slot>, KEY
+                -- the latch_class map key; sys.dm_xe_map_values names it.  The
+                -- map calls the buffer latch BUF where sys.dm_os_latch_stats
+                -- says BUFFER: use the latter, so the fit can match the rows.
+                INSERT INTO #xevent (name, count)
+                SELECT v.name, SUM(v.cnt)
+                FROM (
+                    SELECT CASE WHEN n.name = N'BUF' THEN N'BUFFER' ELSE LEFT(n.name, 256) END AS name,
+                           s.cnt
+                    FROM @target.nodes('/HistogramTarget/Slot') AS h(slot)
+                    CROSS APPLY (SELECT ISNULL(h.slot.value('@count', 'bigint'), 0)  AS cnt,
+                                        h.slot.value('(value)[1]', 'nvarchar(256)') AS slot_value) AS s
+                    OUTER APPLY (SELECT TOP (1) m.map_value
+                                 FROM sys.dm_xe_map_values AS m
+                                 WHERE m.name = N'latch_class'
+                                   AND m.map_key = TRY_CONVERT(int, s.slot_value)
+                                 ORDER BY m.map_value) AS mv
+                    CROSS APPLY (SELECT COALESCE(mv.map_value COLLATE DATABASE_DEFAULT,
+                                                 s.slot_value COLLATE DATABASE_DEFAULT) AS name) AS n
+                ) AS v
+                WHERE v.name IS NOT NULL
+                GROUP BY v.name;
+            END;
+        END;
+
+        -- The snapshot's time: the interval is the difference of the two.
+        IF @snap = 1 SET @t1 = SYSDATETIME(); ELSE SET @t2 = SYSDATETIME();
+
+        -- Latches: waits, wait time and the longest wait, per latch class.
+        INSERT INTO #snap (snap, source, name, count, time_ms, max_time_ms)
+        SELECT @snap, 'latch', l.latch_class,
+               SUM(l.waiting_requests_count), SUM(l.wait_time_ms), MAX(l.max_wait_time_ms)
+        FROM sys.dm_os_latch_stats AS l
+        GROUP BY l.latch_class;
+
+        -- Waits: every wait type, the benign ones too (the fit filters them).
+        INSERT INTO #snap (snap, source, name, count, time_ms, max_time_ms, signal_time_ms)
+        SELECT @snap, 'wait', w.wait_type,
+               SUM(w.waiting_tasks_count), SUM(w.wait_time_ms), MAX(w.max_wait_time_ms),
+               SUM(w.signal_wait_time_ms)
+        FROM sys.dm_os_wait_stats AS w
+        GROUP BY w.wait_type;
+
+        -- Spinlocks: count = collisions, time_ms = sleep_time.
+        INSERT INTO #snap (snap, source, name, count, time_ms, spins, backoffs)
+        SELECT @snap, 'spinlock', sp.name,
+               SUM(sp.collisions), SUM(sp.sleep_time), SUM(sp.spins), SUM(CONVERT(bigint, sp.backoffs))
+        FROM sys.dm_os_spinlock_stats AS sp
+        GROUP BY sp.name;
+
+        -- Schedulers: one row per scheduler that runs user work.
+        INSERT INTO #snap (snap, source, name, count, time_ms)
+        SELECT @snap, 'scheduler', CONVERT(nvarchar(10), s.scheduler_id),
+               s.context_switches_count, s.total_cpu_usage_ms
+        FROM sys.dm_os_schedulers AS s
+        WHERE s.status = N'VISIBLE ONLINE';
+
+        -- Performance counters.  These three are cumulative (cntr_type
+        -- 272696576, PERF_COUNTER_BULK_COUNT: despite the "/sec" in their
+        -- names the DMV holds a running total), so their increase over the
+        -- interval is the number wanted.  A counter the DMV lacks gets a row
+        -- with an empty count.
+        INSERT INTO #snap (snap, source, name, count)
+        SELECT @snap, 'counter', c.counter_name, p.cntr_value
+        FROM (VALUES (N'Batch Requests/sec',             N'%SQL Statistics%', CAST(NULL AS sysname)),
+                     (N'Transactions/sec',               N'%:Databases%',     @database),
+                     (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname))
+             ) AS c (counter_name, object_pattern, instance_name)
+        OUTER APPLY (SELECT MAX(pc.cntr_value) AS cntr_value
+                     FROM sys.dm_os_performance_counters AS pc
+                     WHERE pc.object_name LIKE c.object_pattern
+                       AND RTRIM(pc.counter_name) = c.counter_name
+                       AND (c.instance_name IS NULL OR RTRIM(pc.instance_name) = c.instance_name)) AS p;
+
+        -- User sessions with a request (this one left out).
+        -- The page latch waiters right now, by page.
+        INSERT INTO #pages (name, count)
+        SELECT LEFT(wt.resource_description, 256), COUNT(*)
+        FROM sys.dm_os_waiting_tasks AS wt
+        WHERE wt.wait_type LIKE N'PAGELATCH[_]%'
+          AND wt.resource_description IS NOT NULL
+        GROUP BY wt.resource_description;
+
+        -- The largest degree of parallelism among the user requests running now (this one left out): the
+        -- MAXDOP the queries really ran at, whatever a hint or a database-scoped setting made it.
+        SELECT @seen = MAX(r.dop)
+        FROM sys.dm_exec_requests AS r
+        JOIN sys.dm_exec_sessions AS s
+          ON s.session_id = r.session_id
+        WHERE s.is_user_process = 1
+          AND r.session_id <> @@SPID;
+        IF @seen > @dop SET @dop = @seen;
+
+        -- At the second read: the user sessions that started a request during the interval, or have one now.
+        -- A session that loops with time away from the server between its requests counts too, which a
+        -- count of the requests running at one instant would miss.
+        IF @snap = 2
+            SELECT @sessions = COUNT(*)
+            FROM sys.dm_exec_sessions AS s
+            WHERE s.is_user_process = 1
+              AND s.session_id <> @@SPID
+              AND (s.last_request_start_time >= @t1
+                   OR EXISTS (SELECT 1 FROM sys.dm_exec_requests AS r WHERE r.session_id = s.session_id));
+
+        -- Page latch waits per index of @database (summed over partitions).
+        -- Last, as it can take a moment on a database with many indexes; only
+        -- the indexes that have waited are kept (an index absent from the
+        -- first snapshot counts from 0).
+        INSERT INTO #snap (snap, source, name, object_id, index_id, count, time_ms)
+        SELECT @snap, 'index', CONCAT(N'object_', o.object_id, N'.index_', o.index_id),
+               o.object_id, o.index_id,
+               SUM(o.page_latch_wait_count), SUM(o.page_latch_wait_in_ms)
+        FROM sys.dm_db_index_operational_stats(@database_id, NULL, NULL, NULL) AS o
+        GROUP BY o.object_id, o.index_id
+        HAVING SUM(o.page_latch_wait_count) > 0 OR SUM(o.page_latch_wait_in_ms) > 0;
+
+        SET @snap += 1;
+    END;
+
+    ---------------------------------------------------------------------------
+    -- The differences.  Negative ones are kept: they mean a restart or a
+    -- DBCC SQLPERF clear came between the snapshots, and the fit says so.
+    -- Three counters are treated apart, as they go down for other reasons:
+    --   * context_switches_count (scheduler) and backoffs (spinlock) are int
+    --     columns that wrap past 2,147,483,647 to negative numbers: a wrap
+    --     (first >= 0, second < 0) is undone by adding 2^32;
+    --   * an index's counters restart when its metadata leaves the cache: if
+    --     they went down, the second snapshot's values (the waits since the
+    --     restart) are used.
+    ---------------------------------------------------------------------------
+    INSERT INTO #delta (source, name, object_id, index_id, count, time_ms, max_time_ms, signal_time_ms,
+                        spins, backoffs)
+    SELECT b.source, b.name, b.object_id, b.index_id,
+           CASE WHEN b.source = 'scheduler' AND d.count < 0 AND b.count < 0 AND a.count >= 0
+                    THEN d.count + CAST(4294967296 AS bigint)
+                WHEN b.source = 'index' AND (d.count < 0 OR d.time_ms < 0)
+                    THEN b.count
+                ELSE d.count END,
+           CASE WHEN b.source = 'index' AND (d.count < 0 OR d.time_ms < 0)
+                    THEN b.time_ms
+                ELSE d.time_ms END,
+           b.max_time_ms,                       -- the DMV's maximum, as the second snapshot read it
+           d.signal_time_ms,
+           d.spins,
+           CASE WHEN b.source = 'spinlock' AND d.backoffs < 0 AND b.backoffs < 0 AND a.backoffs >= 0
+                    THEN d.backoffs + CAST(4294967296 AS bigint)
+                ELSE d.backoffs END
+    FROM #snap AS b
+    LEFT JOIN #snap AS a
+      ON a.snap = 1 AND a.source = b.source AND a.name = b.name
+    CROSS APPLY (SELECT b.count          - ISNULL(a.count, 0)          AS count,
+                        b.time_ms        - ISNULL(a.time_ms, 0)        AS time_ms,
+                        b.signal_time_ms - ISNULL(a.signal_time_ms, 0) AS signal_time_ms,
+                        b.spins          - ISNULL(a.spins, 0)          AS spins,
+                        b.backoffs       - ISNULL(a.backoffs, 0)       AS backoffs) AS d
+    WHERE b.snap = 2;
+    -- (A column the source does not use is NULL in both snapshots, so its
+    -- difference is NULL too: an empty cell.)
+
+    ---------------------------------------------------------------------------
+    -- Index names: schema.table.index.  OBJECT_SCHEMA_NAME and OBJECT_NAME
+    -- take the database id; the index's name is in @database's sys.indexes,
+    -- read with dynamic SQL.  If that fails (no access to the database), the
+    -- rows keep their object_<id>.index_<id> names and a # comment says why.
+    ---------------------------------------------------------------------------
+    IF EXISTS (SELECT 1 FROM #delta WHERE source = 'index')
+    BEGIN
+        SET @sql = N'
+UPDATE d
+SET d.name = CONCAT(
+        COALESCE(OBJECT_SCHEMA_NAME(d.object_id, @database_id) + N''.'' + OBJECT_NAME(d.object_id, @database_id),
+                 CONCAT(N''object_'', d.object_id)),
+        N''.'',
+        COALESCE(i.name COLLATE DATABASE_DEFAULT,
+                 CASE WHEN d.index_id = 0 THEN N''HEAP'' ELSE CONCAT(N''index_'', d.index_id) END))
+FROM #delta AS d
+LEFT JOIN ' + QUOTENAME(@database) + N'.sys.indexes AS i
+       ON i.object_id = d.object_id
+      AND i.index_id = d.index_id
+WHERE d.source = ''index'';';
+
+        BEGIN TRY
+            EXEC sys.sp_executesql @sql, N'@database_id int', @database_id = @database_id;
+        END TRY
+        BEGIN CATCH
+            SET @names_note = CONCAT(N'# index names of ', @database, N' could not be read (',
+                                     REPLACE(REPLACE(ERROR_MESSAGE(), NCHAR(13), N' '), NCHAR(10), N' '),
+                                     N'): the index rows are named object_<id>.index_<id>');
+        END CATCH;
+
+        -- Two rows may not share a name in the file: should two names come
+        -- out the same, add the ids to them.
+        WITH named AS (
+            SELECT name, object_id, index_id, COUNT(*) OVER (PARTITION BY name) AS n
+            FROM #delta
+            WHERE source = 'index'
+        )
+        UPDATE named
+        SET name = CONCAT(name, N' (', object_id, N'.', index_id, N')')
+        WHERE n > 1;
+    END;
+
+    ---------------------------------------------------------------------------
+    -- The output rows.
+    ---------------------------------------------------------------------------
+    -- The header.
+    INSERT INTO #out (grp, k, raw)
+    VALUES (0, 0, N'source,name,count,time_ms,max_time_ms,signal_time_ms,spins,backoffs,value');
+
+    -- The settings.
+    DECLARE @interval_text nvarchar(20) =
+        CONVERT(nvarchar(20), CONVERT(decimal(12, 3), DATEDIFF(MILLISECOND, @t1, @t2) / 1000.0));
+    DECLARE @schedulers int =
+        (SELECT COUNT(*) FROM #snap WHERE snap = 2 AND source = 'scheduler');
+    DECLARE @maxdop bigint =
+        (SELECT CONVERT(bigint, value_in_use) FROM sys.configurations WHERE name = N'max degree of parallelism');
+    DECLARE @max_memory_mb bigint =
+        (SELECT CONVERT(bigint, value_in_use) FROM sys.configurations WHERE name = N'max server memory (MB)');
+    -- @@VERSION's first line, commas made spaces (the row is still quoted if it needs it).
+    DECLARE @version nvarchar(400) =
+        LTRIM(RTRIM(REPLACE(REPLACE(REPLACE(
+            LEFT(@@VERSION, CHARINDEX(NCHAR(10), @@VERSION + NCHAR(10)) - 1),
+            NCHAR(13), N''), NCHAR(9), N' '), N',', N' ')));
+
+    INSERT INTO #out (grp, k, source, name, value)
+    VALUES (1, 1, 'setting', N'interval_s',           @interval_text),
+           (1, 2, 'setting', N'schedulers',           CONVERT(nvarchar(20), @schedulers)),
+           (1, 3, 'setting', N'maxdop',               CONVERT(nvarchar(20), @maxdop)),
+           (1, 4, 'setting', N'sessions',             CONVERT(nvarchar(20), @sessions)),
+           (1, 5, 'setting', N'request_dop',          CONVERT(nvarchar(20), @dop)),
+           (1, 6, 'setting', N'max_server_memory_mb', CONVERT(nvarchar(20), @max_memory_mb)),
+           (1, 7, 'setting', N'version',              @version);
+
+    -- Latch, wait, spinlock, scheduler, counter and index rows: those that
+    -- moved (count or time different from zero, or for a spinlock its spins
+    -- or backoffs), every scheduler and the three counters.  Within a source,
+    -- the largest time first; schedulers by id; counters in a fixed order.
+    INSERT INTO #out (grp, k, source, name, count, time_ms, max_time_ms, signal_time_ms, spins, backoffs)
+    SELECT g.grp,
+           ROW_NUMBER() OVER (PARTITION BY d.source
+                              ORDER BY CASE WHEN d.source = 'scheduler' THEN TRY_CONVERT(int, d.name) END,
+                                       CASE WHEN d.source = 'counter'
+                                            THEN CASE d.name WHEN N'Batch Requests/sec' THEN 1
+                                                             WHEN N'Transactions/sec'   THEN 2
+                                                             ELSE 3 END END,
+                                       d.time_ms DESC, d.count DESC, d.name),
+           d.source, d.name, d.count, d.time_ms, d.max_time_ms, d.signal_time_ms, d.spins, d.backoffs
+    FROM #delta AS d
+    CROSS APPLY (SELECT CASE d.source WHEN 'latch'     THEN 2
+                                      WHEN 'wait'      THEN 3
+                                      WHEN 'spinlock'  THEN 4
+                                      WHEN 'scheduler' THEN 6
+                                      WHEN 'counter'   THEN 7
+                                      WHEN 'index'     THEN 8 END) AS g (grp)
+    WHERE d.source IN ('scheduler', 'counter')
+       OR d.count <> 0
+       OR d.time_ms <> 0
+       OR d.spins <> 0
+       OR d.backoffs <> 0;
+
+    -- The latch_acquired counts (empty unless @xevents = 1), most first, and
+    -- a comment if the session lost events.
+    INSERT INTO #out (grp, k, source, name, count)
+    SELECT 5, ROW_NUMBER() OVER (ORDER BY x.count DESC, x.name), 'xevent', x.name, x.count
+    FROM #xevent AS x
+    WHERE x.count > 0;
+
+    IF @xevents = 1 AND @dropped > 0
+        INSERT INTO #out (grp, k, raw)
+        VALUES (5, 2147483647,
+                CONCAT(N'# the event session dropped ', @dropped,
+                       N' latch_acquired events (its buffers were full): the xevent counts are low'));
+
+    IF @names_note IS NOT NULL
+        INSERT INTO #out (grp, k, raw) VALUES (8, 2147483647, @names_note);
+
+    -- The page latch waiters seen at the two reads, by page, most first (the 20 busiest pages).
+    INSERT INTO #out (grp, k, source, name, count)
+    SELECT TOP (20) 9, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
+    FROM #pages AS p
+    GROUP BY p.name
+    ORDER BY SUM(p.count) DESC, p.name;
+
+    ---------------------------------------------------------------------------
+    -- The one result set: one column, csv, one line a row.  Empty cells for
+    -- NULLs (CONCAT makes NULL ''); integers as plain digits; a name or value
+    -- with a comma or a double quote is quoted, its quotes doubled; line
+    -- breaks in names become spaces (a row must stay on one line).
+    -- nvarchar(4000), not nvarchar(max): sqlcmd cuts (max) columns to 256
+    -- characters unless -y is given, and -y cannot be used with -W.
+    ---------------------------------------------------------------------------
+    SELECT CONVERT(nvarchar(4000),
+                   CASE WHEN o.raw IS NOT NULL THEN o.raw
+                        ELSE CONCAT(o.source,         N',',
+                                    q.name,           N',',
+                                    o.count,          N',',
+                                    o.time_ms,        N',',
+                                    o.max_time_ms,    N',',
+                                    o.signal_time_ms, N',',
+                                    o.spins,          N',',
+                                    o.backoffs,       N',',
+                                    q.value)
+                   END) AS csv
+    FROM #out AS o
+    CROSS APPLY (SELECT REPLACE(REPLACE(o.name,  NCHAR(13), N' '), NCHAR(10), N' ') AS name,
+                        REPLACE(REPLACE(o.value, NCHAR(13), N' '), NCHAR(10), N' ') AS value) AS c
+    CROSS APPLY (SELECT CASE WHEN c.name LIKE N'%[,"]%'
+                             THEN N'"' + REPLACE(c.name, N'"', N'""') + N'"'
+                             ELSE c.name END AS name,
+                        CASE WHEN c.value LIKE N'%[,"]%'
+                             THEN N'"' + REPLACE(c.value, N'"', N'""') + N'"'
+                             ELSE c.value END AS value) AS q
+    ORDER BY o.grp, o.k;
+
+END TRY
+BEGIN CATCH
+    -- Leave no event session running behind a failed run, then report the error.
+    IF EXISTS (SELECT 1 FROM sys.dm_xe_sessions WHERE name = @xe_session)
+        EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = STOP;');
+    IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = @xe_session)
+        EXEC (N'DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;');
+    DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
+    THROW;
+END CATCH;
+
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;

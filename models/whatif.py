@@ -1,0 +1,279 @@
+"""What a change would buy: the fitted model run again with one setting changed, with an uncertainty.
+
+Each :class:`Change` says which scenarios it applies to and which parameters
+it sets.  :func:`predict` runs the fitted model with and without the change,
+at the estimates and at every replicate's refitted parameters (see
+:mod:`models.fit`), so each predicted throughput and wait carries the spread
+that the snapshot's own uncertainty gives it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+import models
+from models.fit import SPREAD, TARGET_VISITS, Fit, sized
+from models.params import ParameterError, resolve
+from models.result import Result
+from models.snapshot import Snapshot
+
+UNITS = {"convoy": "requests/s", "closed-latch": "acquires/s", "parallel-insert": "log records/s",
+         "last-page-insert": "rows/s", "version-store": "updates/s", "cci-insert": "rows/s",
+         "cci-decommit": "rows/s"}
+# The waits each scenario's what-ifs report: a latch family (every mode) or wait types; the hot page's
+# flow control (OPTIMIZE_FOR_SEQUENTIAL_KEY) moves waiting from its page latches to its own wait type.
+WAIT_TYPES = {"convoy": "LATCH", "closed-latch": "LATCH", "parallel-insert": "LATCH",
+              "last-page-insert": "PAGELATCH + BTREE_INSERT_FLOW_CONTROL", "version-store": "LATCH",
+              "cci-insert": "RESOURCE_SEMAPHORE", "cci-decommit": "MEMORY_ALLOCATION_EXT"}
+LATCH_MODES = r"_(KP|SH|UP|EX|DT)"
+ROWGROUP_ROWS = 1_048_576
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change a DBA can make, as the parameters it sets in each scenario it applies to."""
+
+    name: str
+    what: str
+    value: str  # what an optional =VALUE sets ("": the change takes none)
+    sets: dict[str, Callable[[dict[str, Any], float | None], dict[str, Any]]]
+    unless: Callable[[dict[str, Any]], str] | None = None  # why it does not apply to this fit ("" if it does)
+    whole: bool = True  # its value must be a whole number
+
+
+def _lower_maxdop(p: dict[str, Any], arg: float | None) -> dict[str, Any]:
+    return {"maxdop": int(arg) if arg is not None else max(1, p["maxdop"] // 2)}
+
+
+def _move_co_tenant(p: dict[str, Any], arg: float | None) -> dict[str, Any]:
+    if arg is not None:
+        return {"busy_scheduler": int(arg)}
+    return {"busy_scheduler": p["maxdop"] if p["maxdop"] < p["schedulers"] else -1}
+
+
+CHANGES: dict[str, Change] = {c.name: c for c in (
+    Change("lower-maxdop", "lower MAXDOP (to half)", "the new MAXDOP",
+           {"parallel-insert": _lower_maxdop, "cci-insert": _lower_maxdop},
+           lambda p: "MAXDOP is 1 already" if p["maxdop"] <= 1 else ""),
+    Change("unfair-latch", "trace flag 3933: the unfair latch", "",
+           {"parallel-insert": lambda p, a: {"policy": "unfair"}},  # the flag reaches only nesting-transaction latches
+           lambda p: "the latch is unfair already" if p.get("policy") == "unfair" else ""),
+    Change("hash-key", "a hash-bucket leading key", "the buckets",
+           {"last-page-insert": lambda p, a: {"key": "hash-bucket",
+                                              "buckets": int(a) if a is not None else p["schedulers"]}}),
+    Change("guid-key", "a random GUID leading key", "",
+           {"last-page-insert": lambda p, a: {"key": "guid"}}),
+    Change("sequential-key", "OPTIMIZE_FOR_SEQUENTIAL_KEY", "",
+           {"last-page-insert": lambda p, a: {"optimize_for_sequential_key": "on"}}),
+    Change("batch", "10 rows per call (batching)", "the rows per call",
+           {"last-page-insert": lambda p, a: {"batch_rows": int(a) if a is not None else 10}}),
+    Change("versioning-off", "row versioning off (no RCSI or SI)", "",
+           {"version-store": lambda p, a: {"versioning": "off"}}),
+    Change("more-memory", "twice the max server memory", "the new max server memory (MB)",
+           {"cci-insert": lambda p, a: {"max_server_memory_mb": int(a) if a is not None
+                                        else 2 * p["max_server_memory_mb"]}}),
+    Change("lower-grant", "REQUEST_MAX_MEMORY_GRANT_PERCENT = 10", "the percent",
+           {"cci-insert": lambda p, a: {"max_grant_percent": float(a) if a is not None else 10.0}}, whole=False),
+    Change("move-co-tenant", "move the co-tenant off the insert", "its new scheduler (-1: none)",
+           {"parallel-insert": _move_co_tenant},
+           lambda p: "no co-tenant was found" if p["busy_scheduler"] < 0 else ""),
+    Change("lock-pages", "lock pages in memory", "",
+           {"cci-decommit": lambda p, a: {"lpim": "on"}}),
+)}
+
+
+@dataclass(frozen=True)
+class Range:
+    """A predicted value and its range."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{figure(self.estimate)} ({figure(self.low)} to {figure(self.high)})"
+
+
+def figure(x: float) -> str:
+    """A number as reports print it: whole with thousands separators from 1,000, else four significant digits."""
+    if isinstance(x, (int, np.integer)) or abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One change's predicted throughput and wait, beside the fitted model's now."""
+
+    change: str
+    what: str
+    sets: dict[str, Any]
+    unit: str
+    wait_type: str
+    throughput: Range | None
+    wait_ms_per_s: Range | None
+    now_throughput: Range | None
+    now_wait_ms_per_s: Range | None
+    note: str  # why it does not apply, or what it rests on
+
+    @property
+    def applies(self) -> bool:
+        return self.throughput is not None
+
+    @property
+    def ratio(self) -> float:
+        """Predicted throughput over the fitted model's now."""
+        return self.throughput.estimate / self.now_throughput.estimate if self.applies else math.nan
+
+
+def metrics(scenario: str, r: Result) -> tuple[float, float]:
+    """(throughput in UNITS[scenario], milliseconds per second of the scenario's dominant wait) of one run."""
+    seconds = r.elapsed_ms / 1000.0
+    if scenario == "cci-insert":
+        q = r.queries
+        done = q["outcome"].isin(["granted", "forced"]).sum() if q is not None else 0
+        throughput = done * r.params["rows_per_query"] / seconds
+    elif scenario == "cci-decommit":
+        throughput = r.params["sessions"] * r.params["rowgroups"] * ROWGROUP_ROWS / seconds
+    else:
+        throughput = r.throughput_per_s
+    return float(throughput), waited_ms(scenario, r.wait_stats["wait_type"], r.wait_stats["wait_time_ms"]) / seconds
+
+
+def waited_ms(scenario: str, wait_type: pd.Series, wait_time_ms: pd.Series) -> float:
+    """The milliseconds of the scenario's reported waits (WAIT_TYPES) among these wait rows."""
+    keep = pd.Series(False, index=wait_type.index)
+    for kind in WAIT_TYPES[scenario].split(" + "):
+        keep |= wait_type.str.fullmatch(kind + LATCH_MODES) if kind in ("LATCH", "PAGELATCH") else wait_type == kind
+    return float(wait_time_ms[keep].fillna(0.0).sum())
+
+
+def _run(scenario: str, params: dict[str, Any], rate: float, seconds: float) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return metrics(scenario, models.run(scenario, **sized(scenario, params, rate, seconds)))
+
+
+def _ranges(fit: Fit, params: list[dict[str, Any]], seconds: float) -> tuple[Range, Range]:
+    """The metrics at the estimates (first) and their spread over the replicates, scaled to the interval."""
+    values = np.array([_run(fit.scenario, p, fit.rate_per_s, seconds) for p in params])
+    est = values[0]
+    if len(values) > 2:
+        sd = np.std(values[1:] - est, axis=0, ddof=1) * fit.scale
+    else:
+        sd = np.zeros(2)
+    return tuple(Range(float(e), float(max(e - SPREAD * s, 0.0)), float(e + SPREAD * s)) for e, s in zip(est, sd))
+
+
+def run_seconds(fit: Fit) -> float:
+    """How much simulated time a what-if run covers: about TARGET_VISITS visits at the fitted rate (at least 50 ms)."""
+    if fit.scenario == "cci-insert":
+        return fit.interval_s
+    return max(TARGET_VISITS / max(fit.rate_per_s, 1e-9), 0.05)
+
+
+def _param_sets(fit: Fit, extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """The estimates, then each replicate's refitted values, with ``extra`` on top."""
+    base = fit.model_params()
+    return [dict(base, **extra)] + [dict(base, **r, **extra) for r in fit.replicates]
+
+
+def parse_change(text: str) -> tuple[str, float | None]:
+    """``name`` or ``name=value`` as (name, value), or a ParameterError listing the changes."""
+    name, sep, value = text.partition("=")
+    if name not in CHANGES:
+        raise ParameterError(f"change {name!r} is unknown: use one of {', '.join(CHANGES)}")
+    if not sep:
+        return name, None
+    if not CHANGES[name].value:
+        raise ParameterError(f"change {name!r} takes no value: write it alone")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ParameterError(f"{name}={value!r} is not a number: give {CHANGES[name].value}") from None
+    if CHANGES[name].whole and not (math.isfinite(number) and number.is_integer()):
+        raise ParameterError(f"{name}={value!r} is not a whole number: give {CHANGES[name].value} as an integer")
+    return name, number
+
+
+def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range, Range] | None = None) -> Prediction:
+    """The fitted model with ``change`` (and its optional value) beside the model as fitted."""
+    name, given = parse_change(change)
+    c, value = CHANGES[name], given if given is not None else value
+    unit, wait = UNITS.get(fit.scenario or "", ""), WAIT_TYPES.get(fit.scenario or "", "")
+    if fit.scenario is None:
+        return Prediction(c.name, c.what, {}, unit, wait, None, None, None, None, "no model was fitted")
+    if fit.scenario not in c.sets:
+        return Prediction(c.name, c.what, {}, unit, wait, None, None, None, None,
+                          f"does not apply to {fit.scenario} (it acts on {', '.join(c.sets)})")
+    base = fit.model_params()
+    why = c.unless(base) if c.unless else ""
+    if why:
+        return Prediction(c.name, c.what, {}, unit, wait, None, None, None, None, why)
+    extra = c.sets[fit.scenario](base, value)
+    spec = models.get_scenario(fit.scenario)
+    try:  # the catalogue's check of each changed value, then the scenario's of the whole set, before anything runs
+        for pname, pvalue in extra.items():
+            spec.param(pname).check(pvalue)
+        resolve(spec, sized(fit.scenario, dict(base, **extra), fit.rate_per_s, run_seconds(fit)))
+    except ParameterError as err:
+        raise ParameterError(f"{c.name}: {err}") from None
+    seconds = run_seconds(fit)
+    now = now or _ranges(fit, _param_sets(fit, {}), seconds)
+    after = _ranges(fit, _param_sets(fit, extra), seconds)
+    rests = [u["param"] for u in fit.undetermined]
+    note = f"rests on the assumed {', '.join(rests)}" if rests else ""
+    return Prediction(c.name, c.what, extra, unit, wait, after[0], after[1], now[0], now[1], note)
+
+
+MISFIT = 0.25  # the fitted model's waits off the capture's by more than this share: its what-ifs are doubtful
+
+
+def captured_wait(fit: Fit, snap: Snapshot) -> float:
+    """The capture's own ms of the scenario's reported waits per second, to hold the fitted model's against."""
+    w = snap.table("wait")
+    return waited_ms(fit.scenario, w["name"], w["time_ms"]) / snap.interval_s
+
+
+def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:
+    """How the fitted model's waits compare with the capture's: agreement is fitted, so only a miss says much."""
+    captured, model = captured_wait(fit, snap), now[1].estimate
+    text = (f"the capture had {figure(captured)} ms/s of {WAIT_TYPES[fit.scenario]} waits, "
+            f"the fitted model {figure(model)}")
+    if captured > 0 and abs(model - captured) > MISFIT * captured:
+        return text + ": the fitted model does not reproduce the capture, so its what-ifs are doubtful"
+    return text + " (the fit used them: agreement here shows only that it converged)"
+
+
+def _row(change: str, what: str, throughput: Range | None, wait: Range | None, now: Range | None, unit: str,
+         note: str) -> dict[str, Any]:
+    nan = math.nan
+    return {"change": change, "what": what,
+            "throughput": throughput.estimate if throughput else nan,
+            "throughput_low": throughput.low if throughput else nan,
+            "throughput_high": throughput.high if throughput else nan,
+            "vs_now": throughput.estimate / now.estimate if throughput and now else nan,
+            "wait_ms_per_s": wait.estimate if wait else nan, "wait_low": wait.low if wait else nan,
+            "wait_high": wait.high if wait else nan, "unit": unit, "note": note}
+
+
+def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
+    """The fitted model now, then every change: predicted throughput and wait with their ranges, or why not.
+
+    With the snapshot, the first row's note holds the fitted model's waits against the capture's.
+    """
+    now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit)) if fit.scenario else None
+    rows = []
+    if now is not None:
+        rows.append(_row("now", "the fitted model, unchanged", now[0], now[1], now[0], UNITS[fit.scenario],
+                         check(fit, snap, now) if snap is not None else ""))
+    for name in CHANGES:
+        p = predict(fit, name, now=now)
+        rows.append(_row(p.change, p.what, p.throughput, p.wait_ms_per_s, p.now_throughput, p.unit, p.note))
+    return pd.DataFrame(rows)
