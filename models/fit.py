@@ -28,6 +28,7 @@ from models.scenarios import cci_insert as cci
 from models.scenarios import last_page_insert as lpi
 from models.scenarios import parallel_insert as pin
 from models.scenarios import version_store as vs
+from models.stored import FITTED, significant
 from models.snapshot import BATCHES, LATCH_SPINS, TRANSACTIONS, VERSION_KB, Snapshot, from_model
 
 REPLICATES = 6          # fitted-model snapshots whose refits give each estimate's spread
@@ -136,12 +137,10 @@ class Fit:
 
 
 def _plain(x: Any) -> Any:
-    """A value as JSON shows it: numbers to four significant digits (a fit is no more exact than that)."""
-    if isinstance(x, (bool, str)) or x is None:
-        return x
-    if isinstance(x, (int, np.integer)):
+    """A value as JSON shows it: numbers to FITTED significant digits (a fit is no more exact than that)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
-    return float(f"{float(x):.4g}")
+    return significant(x, FITTED)
 
 
 # ----------------------------------------------------------------------------- diagnosis
@@ -180,12 +179,12 @@ def diagnose(snap: Snapshot) -> Diagnosis:
                                                    "waits enough to be the problem"])
     family = _latch_family(top["name"])
     if top["name"] == "RESOURCE_SEMAPHORE":
-        return Diagnosis("RESOURCE_SEMAPHORE", "cci-insert",
-                         [lead, "queries wait for memory grants; the book's grant model is the columnstore "
+        return _diagnosis("RESOURCE_SEMAPHORE",
+                          [lead, "queries wait for memory grants; the book's grant model is the columnstore "
                                 "insert's (chapter 7), so the fit treats the queries as such inserts"])
     if top["name"] == "MEMORY_ALLOCATION_EXT":
-        return Diagnosis("MEMORY_ALLOCATION_EXT", "cci-decommit",
-                         [lead, "sessions wait on preemptive memory calls to the OS: the decommit model "
+        return _diagnosis("MEMORY_ALLOCATION_EXT",
+                          [lead, "sessions wait on preemptive memory calls to the OS: the decommit model "
                                 "(lock pages in memory off)"])
     if family is None:
         others = ", ".join(waits["name"].head(3))
@@ -201,11 +200,10 @@ def diagnose(snap: Snapshot) -> Diagnosis:
     cls_share = named.iloc[0]["time_ms"] / max(latches["time_ms"].sum(), 1e-12)
     evidence = [lead, f"{cls} holds {cls_share:.0%} of the non-buffer latch wait time in sys.dm_os_latch_stats"]
     if cls == "NESTING_TRANSACTION_FULL":
-        return Diagnosis(cls, "parallel-insert", evidence + ["parallel workers of one insert log through their "
-                                                             "parent transaction's latch"])
+        return _diagnosis(cls, evidence + ["parallel workers of one insert log through their parent "
+                                           "transaction's latch"])
     if cls == "APPEND_ONLY_STORAGE_INSERT_POINT":
-        return Diagnosis(cls, "version-store", evidence + ["row versions queue for tempdb's version-store "
-                                                          "insert point"])
+        return _diagnosis(cls, evidence + ["row versions queue for tempdb's version-store insert point"])
     acquires = snap.get("xevent", cls) if snap.has("xevent", cls) else 0.0
     batches = snap.get("counter", BATCHES)
     if acquires and batches >= 0.5 * acquires:
@@ -216,6 +214,11 @@ def diagnose(snap: Snapshot) -> Diagnosis:
            "batch" if acquires else "no acquire count (the extended-events session) to compare batches with")
     evidence.append(f"{why}, a fixed set of sessions in a loop (the closed-latch model)")
     return Diagnosis("LATCH_EX", "closed-latch", evidence)
+
+
+def _diagnosis(name: str, evidence: list[str]) -> Diagnosis:
+    """A diagnosis with one model, the one :data:`DIAGNOSES` names for it."""
+    return Diagnosis(name, DIAGNOSES[name][1], evidence)
 
 
 def _page_latch(snap: Snapshot, top: Any, lead: str) -> Diagnosis:
@@ -251,7 +254,7 @@ def _page_latch(snap: Snapshot, top: Any, lead: str) -> Diagnosis:
                                                         "page's end, which no model here covers"])
     evidence.append(f"PAGELATCH_EX waits outnumber PAGELATCH_SH {ex:,.0f} to {sh:,.0f}: writers queue for one "
                     "page, as inserts at the end of an ascending key do")
-    return Diagnosis("PAGELATCH", "last-page-insert", evidence)
+    return _diagnosis("PAGELATCH", evidence)
 
 
 # ----------------------------------------------------------------------------- the queueing relations

@@ -168,11 +168,15 @@ def read(path: str | Path) -> Snapshot:
         raise MalformedSnapshot(f"{path}: no such file") from None
     except IsADirectoryError:
         raise MalformedSnapshot(f"{path}: a directory, not a snapshot file") from None
-    try:  # sqlcmd and SSMS save UTF-16 (with a byte-order mark) when asked for Unicode
-        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
+    return parse(decode(raw, str(path)), where=str(path))
+
+
+def decode(raw: bytes, where: str) -> str:
+    """A snapshot file's text: UTF-16 with a byte-order mark (what SSMS and sqlcmd write for Unicode), else UTF-8."""
+    try:
+        return raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise MalformedSnapshot(f"{path}: not a text file (a snapshot is a UTF-8 or UTF-16 CSV)") from None
-    return parse(text, where=str(path))
+        raise MalformedSnapshot(f"{where}: not a text file (a snapshot is a UTF-8 or UTF-16 CSV)") from None
 
 
 def parse(text: str, where: str = "snapshot") -> Snapshot:

@@ -20,10 +20,18 @@ import models
 from models import fit as fitting
 from models import whatif
 from models.analysis import hot_page as hp
-from models.snapshot import SETTINGS, SOURCES, MalformedSnapshot, Snapshot, from_model, parse
+from models.snapshot import SETTINGS, SOURCES, Snapshot, decode, from_model, parse
+from models.stored import FITTED, significant
 from models.sweep import DATA_DIR
 
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
+
+
+def _fitted(x: Any) -> Any:
+    """A fit's number as the page shows it: FITTED significant digits, the same on any CPU."""
+    return significant(x, FITTED)
+
+
 EXAMPLE_SCENARIO = "last-page-insert"
 EXAMPLE_PARAMS: dict[str, Any] = dict(hp.SETUP_002)
 EXAMPLE_WINDOW = {"start_s": 0.5, "interval_s": 5.0}
@@ -69,12 +77,7 @@ def load(source: str | bytes | Path) -> Snapshot:
     if isinstance(source, Path):
         return parse(source.read_text(encoding="utf-8-sig"), where=source.name)
     if isinstance(source, bytes):
-        try:  # SSMS and sqlcmd save UTF-16 (with a byte-order mark) when asked for Unicode
-            utf16 = source[:2] in (b"\xff\xfe", b"\xfe\xff")
-            source = source.decode("utf-16") if utf16 else source.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise MalformedSnapshot("the uploaded file: not a text file "
-                                    "(a snapshot is a UTF-8 or UTF-16 CSV)") from None
+        source = decode(source, "the uploaded file")
     return parse(source, where="the uploaded file")
 
 
@@ -103,9 +106,9 @@ def params_frame(f: fitting.Fit) -> pd.DataFrame:
     rows = []
     for name, e in f.params.items():
         number = not isinstance(e.estimate, str)
-        rows.append({"parameter": name, "estimate": _round(e.estimate),
-                     "low": _round(e.low) if number and e.low != e.high else "",
-                     "high": _round(e.high) if number and e.low != e.high else "",
+        rows.append({"parameter": name, "estimate": _fitted(e.estimate),
+                     "low": _fitted(e.low) if number and e.low != e.high else "",
+                     "high": _fitted(e.high) if number and e.low != e.high else "",
                      "unit": e.unit, "from": e.basis})
     return pd.DataFrame(rows)
 
@@ -122,18 +125,11 @@ def undetermined_frame(f: fitting.Fit) -> pd.DataFrame:
                          for u in f.undetermined])
 
 
-def _round(x: Any) -> Any:
-    """Four significant digits (a fit is no more exact than that; stored outputs stay the same on any CPU)."""
-    if isinstance(x, str) or isinstance(x, (int,)) or x is None:
-        return x
-    return float(f"{float(x):.4g}")
-
-
 def whatif_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The fitted model now and the changes that apply, their ranges rounded to what the page shows."""
     t = table[table["throughput"].notna()].copy()
     for col in ("throughput", "throughput_low", "throughput_high", "vs_now", "wait_ms_per_s", "wait_low", "wait_high"):
-        t[col] = t[col].map(_round)
+        t[col] = t[col].map(_fitted)
     return t.reset_index(drop=True)
 
 
@@ -167,8 +163,8 @@ def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.
                 shift = f.params["context_switch_us"].estimate
                 true, label = truth[name] + truth["context_switch_us"], "wakeup_us + context_switch_us"
             params.append({"scenario": scenario, "parameter": label, "true": true,
-                           "fitted": _round(e.estimate + shift), "low": _round(e.low + shift),
-                           "high": _round(e.high + shift),
+                           "fitted": _fitted(e.estimate + shift), "low": _fitted(e.low + shift),
+                           "high": _fitted(e.high + shift),
                            "error_pct": round(100.0 * (e.estimate + shift - true) / true, 1) if true else math.nan})
         t = whatif_frame(whatif.table(f))
         t = t[t["change"] != "now"]  # the explorer draws each change against now's 1
