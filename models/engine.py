@@ -26,6 +26,12 @@ Latch policies (per latch):
   round, backs off ``backoff_us * 2**k`` keeping its scheduler, and after
   ``max_backoffs`` back-offs suspends in the FIFO queue.
 
+A run that stops before every worker is done (at ``max_sim_ms``, after
+``max_events``, when its measurement window closes, or with daemons still
+running as the last main worker ends) keeps only the elapsed part of what
+was under way, though a context switch, a CPU burst, a spin, a sleep or an
+OS call is charged in full when it starts (:func:`finish`).
+
 Queries (the memory chapter): a coordinator asks the memory-grant semaphore
 for its query's grant (:mod:`models.grants`), waiting in its FIFO queue with
 a time-out timer; once granted or forced it starts its parallel workers
@@ -86,7 +92,7 @@ from models import scheduler as sch
 from models.program import (
     ACQUIRE, BR_ALWAYS, BR_FAILED, BR_FORCED, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE,
     BR_PARENT_FULL, BRANCH, CPU, END, FIND, FIND_LEAF, FIND_ROOT, FORK, FREE, GRANT, INSERT, JOIN, LOOP,
-    OS_SPIN, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE, ROW, SCALED, SLEEP, UNIT, YIELD,
+    OS_SPIN, OSCALL, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, RELEASE, ROW, SCALED, SLEEP, UNIT, YIELD,
 )
 from models.rng import draw
 from models.state import (
@@ -97,7 +103,7 @@ from models.state import (
     GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_OS_BUSY, GF_OS_FREE, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT,
     GF_SEM_MAXWAIT, GF_SEM_WAIT, GRANT_FAILED, GRANT_FORCED, GRANT_GRANTED, GRANT_WAITING,
     W_CHILDREN, W_GNEED, W_GWANT, W_OUTCOME, W_PARENT, WF_GDEADLINE, WF_GREQ, WF_GTIMER, WF_GWAIT, WF_JOINT,
-    WF_KERNEL, WF_OSWAIT,
+    WF_KERNEL, WF_OSSTART, WF_OSWAIT,
     FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_LOGN,
     G_MAIN_LEFT, G_NEXT_ARRIVAL, G_NOW_HEAD, G_NOW_LEN, G_SAMPLEN, G_SEQ, G_STATUS,
     G_TRACEN, G_UNITS, G_YIELDS, GF_END, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH,
@@ -109,7 +115,7 @@ from models.state import (
     SLEEPING, SPINNING, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
     STATUS_TIME_BOUND, SUSPENDED, W_ACQ, W_BACKOFFS, W_BATCH, W_BOOSTED, W_DAEMON, W_FLAG,
     W_KEY, W_LATCH, W_LOG, W_LOOP0, W_MODE, W_PAGE, W_PC, W_QSEQ, W_REG0, W_SCALE, W_SCHED, W_STATE,
-    W_WAITED, WF_ARRIVE, WF_BURSTEND, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN,
+    W_WAITED, WF_ARRIVE, WF_CPU, WF_LATCHWAIT, WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN,
     WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, tables,
 )
 
@@ -318,7 +324,6 @@ def switch_to(mem, s, w, boosted, now):
     si[s, S_SWITCHES] += 1
     sf[s, SF_BUSY] += gf[GF_SWITCH]
     set_state(mem, w, RUNNING, now)
-    t.wf[w, WF_BURSTEND] = now + gf[GF_SWITCH]
     push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
 
 
@@ -432,7 +437,6 @@ def spin_round(mem, w, now):
     wf[w, WF_CPU] += dur
     wf[w, WF_SPIN] += dur
     t.sf[wi[w, W_SCHED], SF_BUSY] += dur
-    wf[w, WF_BURSTEND] = now + dur
     push_event(mem, now + dur, EV_SPIN_DONE, w, now)
 
 
@@ -499,7 +503,6 @@ def sleep_worker(mem, w, dur, now):
     """``w`` leaves its scheduler for ``dur`` us (outside SQL Server: no wait type counts it)."""
     t = tables(mem)
     t.wf[w, WF_SLEPT] += dur
-    t.wf[w, WF_BURSTEND] = now + dur
     set_state(mem, w, SLEEPING, now)
     give_up_scheduler(mem, w, now)
     push_event(mem, now + dur, EV_SLEEP_DONE, w, now)
@@ -507,9 +510,17 @@ def sleep_worker(mem, w, dur, now):
 
 @njit(**_JIT)
 def on_sleep_done(mem, w, now):
-    """A sleep is over: ``w`` joins the tail of its scheduler's runnable queue, as a new request would."""
+    """A sleep or a preemptive OS call is over: ``w`` joins the tail of its scheduler's runnable queue.
+
+    It goes there as a new request would.  A worker in an OS call has been
+    SUSPENDED since the call (a sleeper is SLEEPING): its wait began at its
+    last change of state.
+    """
+    t = tables(mem)
+    if t.wi[w, W_STATE] == SUSPENDED:  # the longest OS wait is taken as waits end (and at a cut: finish)
+        t.gf[GF_OS_MAXWAIT] = max(t.gf[GF_OS_MAXWAIT], now - t.wf[w, WF_TSTATE])
     make_runnable(mem, w, False, now)
-    try_dispatch(mem, tables(mem).wi[w, W_SCHED], now)
+    try_dispatch(mem, t.wi[w, W_SCHED], now)
 
 
 @njit(**_JIT)
@@ -715,6 +726,7 @@ def query_step(mem, w, pc, now):
     gf[GF_OS_BUSY] += work
     gf[GF_OS_QUEUE] += start - now
     gi[G_OS_CALLS] += 1
+    wf[w, WF_OSSTART] = start
     dur = done - now
     if a == OS_SPIN:  # in the kernel on this worker's thread: its scheduler stays busy
         wi[w, W_PC] = pc + 1
@@ -722,15 +734,12 @@ def query_step(mem, w, pc, now):
         wf[w, WF_KERNEL] += dur
         gf[GF_OS_KERNEL] += dur
         t.sf[wi[w, W_SCHED], SF_BUSY] += dur
-        wf[w, WF_BURSTEND] = done
         push_event(mem, done, EV_CPU_DONE, w, now)
-    else:  # preemptive: the scheduler is free meanwhile, and the time is a wait
+    else:  # preemptive: the scheduler is free meanwhile, and the time is a wait (its maximum: on_sleep_done)
         wf[w, WF_OSWAIT] += dur
         gf[GF_OS_KERNEL] += work
         gf[GF_OS_WAIT] += dur
         gi[G_OS_WAITS] += 1
-        if dur > gf[GF_OS_MAXWAIT]:
-            gf[GF_OS_MAXWAIT] = dur
         leave_scheduler_waiting(mem, w, pc + 1, now)
         push_event(mem, done, EV_SLEEP_DONE, w, now)
     return -1
@@ -762,7 +771,6 @@ def execute(mem, w, now):
             wi[w, W_PC] = pc + 1
             wf[w, WF_CPU] += dur
             sf[s, SF_BUSY] += dur
-            wf[w, WF_BURSTEND] = now + dur
             push_event(mem, now + dur, EV_CPU_DONE, w, now)
             return
         elif op == ACQUIRE:
@@ -910,23 +918,79 @@ def on_arrival(mem, w, now):
     try_dispatch(mem, s, now)
 
 
+@njit(**_INLINE)
+def give_back_unelapsed(mem, key, due, end):
+    """Give back what was charged, ahead of time, for the part after ``end`` of pending event ``key`` (due at ``due``).
+
+    A context switch, CPU burst, spin round, sleep or OS call is charged in
+    full when it starts, since its length is known then; a run that stops at
+    ``end`` before it is over keeps only its elapsed part.  A back-off, a
+    wake-up and the timers charge nothing ahead.  A worker in a preemptive
+    OS call is SUSPENDED (a sleeper is SLEEPING) and has waited since its
+    last change of state: that wait, so far, counts towards the longest one.
+    """
+    t = tables(mem)
+    wi, wf, sf, gf = t.wi, t.wf, t.sf, t.gf
+    kind = (key >> EV_WORKER_BITS) & 7
+    w = key & _WORKER_MASK
+    os_wait = kind == EV_SLEEP_DONE and wi[w, W_STATE] == SUSPENDED
+    if os_wait:
+        gf[GF_OS_MAXWAIT] = max(gf[GF_OS_MAXWAIT], end - wf[w, WF_TSTATE])
+    over = due - end
+    if over <= 0.0:
+        return
+    s = wi[w, W_SCHED]
+    os_call = os_wait
+    if kind == EV_DISPATCHED:  # a context switch: the scheduler's time, no worker's
+        sf[s, SF_BUSY] -= over
+    elif kind == EV_SPIN_DONE:  # the round's spins are spread evenly over it
+        latch = wi[w, W_LATCH]
+        spins, round_us = t.li[latch, L_SPINS_PER_ROUND], t.lf[latch, LF_SPIN_US]
+        t.li[latch, L_SPINS] -= spins - int(spins * (round_us - over) / round_us)
+        wf[w, WF_SPIN] -= over
+        wf[w, WF_CPU] -= over
+        sf[s, SF_BUSY] -= over
+    elif kind == EV_CPU_DONE:
+        wf[w, WF_CPU] -= over
+        sf[s, SF_BUSY] -= over
+        if t.prog_i[wi[w, W_PC] - 1, 0] == OSCALL:  # spinning in the kernel, queued or working
+            os_call = True
+            wf[w, WF_KERNEL] -= over
+            gf[GF_OS_KERNEL] -= over
+    elif os_wait:
+        wf[w, WF_OSWAIT] -= over
+        gf[GF_OS_WAIT] -= over
+        gf[GF_OS_KERNEL] -= due - max(wf[w, WF_OSSTART], end)  # the kernel's work, not the queueing
+    elif kind == EV_SLEEP_DONE:
+        wf[w, WF_SLEPT] -= over
+    if os_call:  # the serialised path: the call queued until its start, then was worked on until ``due``
+        start = wf[w, WF_OSSTART]
+        gf[GF_OS_QUEUE] -= max(start - end, 0.0)
+        gf[GF_OS_BUSY] -= due - max(start, end)
+
+
 @njit(**_JIT)
 def finish(mem, end):
-    """Close open trace intervals at ``end`` and remove CPU booked past it."""
+    """End the run at ``end``: keep only the elapsed part of what was under way, and close open trace intervals.
+
+    What is under way is what the pending events end: the ring's (due now,
+    at ``end``), the front slot's and the heap's.
+    """
     t = tables(mem)
-    wi, wf = t.wi, t.wf
+    gi, gf, wi, ring = t.gi, t.gf, t.wi, t.ring
+    in_ring, in_front = gi[G_NOW_LEN], gi[G_FRONT]
+    for i in range(in_ring + in_front + gi[G_HEAPN]):
+        if i < in_ring:
+            key, due = ring[(gi[G_NOW_HEAD] + i) % ring.shape[0]], end
+        elif i < in_ring + in_front:
+            key, due = gi[G_FRONT_K], gf[GF_FRONT_T]
+        else:
+            key, due = t.heap_k[i - in_ring - in_front], t.heap_t[i - in_ring - in_front]
+        give_back_unelapsed(mem, key, due, end)
     for w in range(wi.shape[0]):
         state = wi[w, W_STATE]
-        if state == DONE or state == NEW:
-            continue
-        over = wf[w, WF_BURSTEND] - end
-        if (state == RUNNING or state == SPINNING) and over > 0.0:
-            wf[w, WF_CPU] -= over
-            t.sf[wi[w, W_SCHED], SF_BUSY] -= over
-        elif state == SLEEPING and over > 0.0:
-            wf[w, WF_SLEPT] -= over
-        wf[w, WF_BURSTEND] = end
-        set_state(mem, w, DONE, end)
+        if state != DONE and state != NEW:
+            set_state(mem, w, DONE, end)
 
 
 @njit(**_JIT)
@@ -1026,7 +1090,7 @@ from typing import Callable  # noqa: E402
 
 from models import state as st  # noqa: E402
 from models.clock import on_tick, to_ticks  # noqa: E402
-from models.program import EXPONENTIAL, OSCALL, Program  # noqa: E402
+from models.program import EXPONENTIAL, Program  # noqa: E402
 from models.rng import exponential, seed_state, start_ahead  # noqa: E402
 
 

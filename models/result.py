@@ -185,7 +185,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     schedulers = pd.DataFrame({
         "scheduler": np.arange(wl.schedulers),
         "busy_ms": busy,
-        "idle_ms": np.maximum(elapsed_us / 1000.0 - busy, 0.0),
+        "idle_ms": elapsed_us / 1000.0 - busy,
         "context_switches": s.si[:, st.S_SWITCHES],
     })
     workers = pd.DataFrame({

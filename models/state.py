@@ -47,9 +47,10 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
-# Worker float columns (times in microseconds).
+# Worker float columns (times in microseconds).  WF_OSSTART: when the worker's last OS call began its
+# work in the serialised path (it queued from the call until then).
 (WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
- WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_BURSTEND, WF_TENQ, WF_SLEPT,
+ WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_OSSTART, WF_TENQ, WF_SLEPT,
  WF_GREQ, WF_GDEADLINE, WF_GTIMER, WF_GWAIT, WF_JOINT, WF_KERNEL, WF_OSWAIT, WF_NCOLS) = range(22)
 
 # A worker's memory grant (W_OUTCOME): none asked, waiting in the grant queue, granted what it asked,
