@@ -44,6 +44,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+from models.files import write_text_atomic  # noqa: E402 - after the path above
+
 HOLD_MS = 0.1
 THINK_MS = 10 * HOLD_MS
 WORKERS = (8, 64)
@@ -133,7 +135,7 @@ def fresh_process(code: str, cache: str) -> dict[str, float]:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
     script = Path(cache) / f"probe_{hashlib.sha1(code.encode()).hexdigest()[:8]}.py"
     if not script.exists():  # rewriting it would make numba recompile what it cached
-        script.write_text(code + "\n")
+        write_text_atomic(script, code + "\n")
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=str(ROOT), capture_output=True, text=True,
                           check=True)
@@ -273,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report(fig)
     print(text, end="")
     if args.save:
-        (HERE / "results.md").write_text(text)
-        (HERE / "results.json").write_text(json.dumps(fig, indent=2) + "\n")
+        write_text_atomic(HERE / "results.md", text)
+        write_text_atomic(HERE / "results.json", json.dumps(fig, indent=2) + "\n")
     return 0
 
 

@@ -12,20 +12,25 @@ or on a Dask distributed cluster.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import importlib
 import itertools
 import math
 import os
 import pkgutil
+import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pandas as pd
+
+from models.files import write_text_atomic
 
 METRICS = ("elapsed_ms", "throughput_per_s", "acquires", "waiting_requests_count", "wait_time_ms",
            "max_wait_time_ms", "p50_wait_ms", "p99_wait_ms", "mean_wait_ms",
@@ -173,47 +178,145 @@ def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any], str]]:
             for k, point in enumerate(sweep.points()) for seed in sweep.seeds(k)]
 
 
+DASK_CONNECT_S = 10  # how long a Dask scheduler has to answer before a sweep sent to it is refused
+
+
 def _call(job: tuple[Callable, tuple]) -> Any:
     fn, args = job
     return fn(*args)
+
+
+def _ignore_interrupts() -> None:
+    """Pool worker start-up: ignore Ctrl-C, which the parent handles (else every worker prints a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Block Ctrl-C in this thread while it starts worker processes, so each starts with it blocked (a child
+    inherits the mask) instead of dying of it mid-import; one pressed meanwhile arrives when the mask is restored."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows has no signal masks
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _checked_jobs(jobs: int | None) -> int:
+    """The number of processes ``jobs`` asks for (None: every CPU), or a ParameterError naming it."""
+    cpus = os.cpu_count() or 1
+    if jobs is None:
+        return cpus
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= cpus:
+        from models.params import ParameterError
+
+        raise ParameterError(f"jobs={jobs!r} is out of range: use a whole number of processes from 1 to {cpus} "
+                             f"(this machine's CPUs)")
+    return jobs
+
+
+async def _handshake(address: str) -> None:
+    """Connect to ``address`` and exchange Dask's greeting, within DASK_CONNECT_S in all."""
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_S), DASK_CONNECT_S)
+    await comm.close()
+
+
+def _dask_client(address: str) -> Any:
+    """A Dask client connected to the scheduler at ``address``, or a ParameterError naming it and why not.
+
+    The greeting is tried first, on an event loop of its own with a deadline: distributed's Client waits
+    for it without one, so a peer that accepts the connection and stays silent would hang it.
+    """
+    from distributed import Client
+
+    from models.params import ParameterError
+
+    try:
+        with ThreadPoolExecutor(1) as probe:  # a thread: the caller may be running an event loop (Jupyter)
+            probe.submit(asyncio.run, _handshake(address)).result()
+        return Client(address, timeout=DASK_CONNECT_S)
+    except ValueError:
+        raise ParameterError(f"dask={address!r} is not an address: use tcp://HOST:PORT") from None
+    except TypeError:  # tls:// without certificates, or ucx://, which this distributed no longer has
+        raise ParameterError(f"dask={address!r} uses a protocol a sweep cannot connect with: "
+                             f"use tcp://HOST:PORT") from None
+    except (OSError, TimeoutError):
+        raise ParameterError(f"dask={address!r} is unreachable: no Dask scheduler answered within "
+                             f"{DASK_CONNECT_S} s") from None
+
+
+def _run_on_dask(client: Any, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:
+    """Fill ``results`` through the Dask ``client``, then close it; on any error or Ctrl-C cancel what is left."""
+    from distributed import as_completed as dask_completed
+
+    futures: list[Any] = []
+    try:
+        futures = client.map(_call, [(fn, args) for args in arglist], pure=False)
+        index = {f.key: k for k, f in enumerate(futures)}
+        for future in dask_completed(futures):
+            results[index[future.key]] = future.result()
+            bar.update()
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        client.close()
+
+
+def _run_on_pool(workers: int, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:
+    """Fill ``results`` on ``workers`` local processes; on any error or Ctrl-C cancel the rest and stop them."""
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                             initializer=_ignore_interrupts) as pool:
+        try:
+            futures = {}
+            for k, args in enumerate(arglist):  # the pool starts a process with each of the first runs submitted
+                with _interrupts_held() if k < workers else contextlib.nullcontext():
+                    futures[pool.submit(fn, *args)] = k
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update()
+        except BaseException:
+            # Workers ignore Ctrl-C and would finish their runs first: stop them (as Python 3.14's
+            # ProcessPoolExecutor.terminate_workers does), after cancelling every run not started.
+            processes = list((pool._processes or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join()
+            raise
 
 
 def run_all(fn: Callable[..., Any], arglist: list[tuple], *, jobs: int | None = None, dask: str | None = None,
             label: str = "runs", progress: bool = True) -> list[Any]:
     """``[fn(*args) for args in arglist]``, in that order, run on ``jobs`` processes or a Dask cluster.
 
-    ``jobs=1`` runs here, in order; ``jobs=None`` uses every core.  ``dask``
-    is the address of a running Dask scheduler (``tcp://host:8786``) whose
-    workers can import this package.  A tqdm bar counts finished runs.
+    ``jobs=1`` runs here, in order; ``jobs=None`` uses every CPU, and more
+    than that is refused.  ``dask`` is the address of a running Dask
+    scheduler (``tcp://host:8786``) whose workers can import this package; one
+    that does not answer within ``DASK_CONNECT_S`` is refused.  A tqdm bar
+    counts finished runs.  Ctrl-C (or a failed run) cancels the runs not yet
+    finished before the exception goes on.
     """
     from tqdm import tqdm
 
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        from models.params import ParameterError
-
-        raise ParameterError(f"jobs={jobs!r} is out of range: use a whole number of processes, 1 or more")
+    workers = _checked_jobs(jobs)
+    client = None if dask is None else _dask_client(dask)  # refused before the bar is drawn
     results: list[Any] = [None] * len(arglist)
     with tqdm(total=len(arglist), desc=label, unit="run", disable=not progress, file=sys.stderr) as bar:
-        if dask is not None:
-            from distributed import Client
-            from distributed import as_completed as dask_completed
-
-            with Client(dask) as client:
-                futures = client.map(_call, [(fn, args) for args in arglist], pure=False)
-                index = {f.key: k for k, f in enumerate(futures)}
-                for future in dask_completed(futures):
-                    results[index[future.key]] = future.result()
-                    bar.update()
-        elif (jobs or os.cpu_count() or 1) == 1 or len(arglist) < 2:
+        if client is not None:
+            _run_on_dask(client, fn, arglist, results, bar)
+        elif workers == 1 or len(arglist) < 2:
             for k, args in enumerate(arglist):
                 results[k] = fn(*args)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=jobs or os.cpu_count(), mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(fn, *args): k for k, args in enumerate(arglist)}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update()
+            _run_on_pool(workers, fn, arglist, results, bar)
     return results
 
 
@@ -248,10 +351,9 @@ def sweeps() -> dict[str, Sweep]:
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
-    """Write a sweep table as the book stores it (6 significant digits)."""
+    """Write a sweep table as the book stores it (6 significant digits), whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False, float_format=FLOAT_FORMAT)
-    return path
+    return write_text_atomic(path, table.to_csv(index=False, float_format=FLOAT_FORMAT))
 
 
 def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None, dask: str | None = None,

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from models.files import write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
@@ -66,7 +68,7 @@ def build(python: str = sys.executable) -> int:
     if leaks:
         print("the built site loads resources from outside itself:", *leaks, sep="\n  ", file=sys.stderr)
         return 1
-    (BUILD / "html.ok").write_text(f"built in {time.monotonic() - start:.1f} s\n")
+    write_text_atomic(BUILD / "html.ok", f"built in {time.monotonic() - start:.1f} s\n")
     print(f"\nSite built in {time.monotonic() - start:.0f} s: {HTML}/index.html")
     print(f"Serve it with:  python -m http.server -d {HTML.relative_to(ROOT)} 8000   (then open http://127.0.0.1:8000)")
     print(f"or open file://{HTML}/index.html directly.")

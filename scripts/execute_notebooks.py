@@ -1,5 +1,8 @@
 """Re-execute the notebooks in place, as `make execute` does: the stored outputs nbval compares.
 
+Each notebook is executed by nbconvert into memory and written back whole (a temporary file renamed
+into place), so an interrupted run leaves every notebook as it was or fully re-executed.
+
 Widget state is neither kept nor stored: a live panel needs a kernel anyway, and its chart view's state
 would carry the whole vega bundle (0.9 MB) into every notebook.
 
@@ -16,21 +19,31 @@ from pathlib import Path
 
 import nbformat
 
+from models.files import write_bytes_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    """The notebook as ``nbformat.write`` stores it (its JSON, ending in a newline)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
 def execute(path: Path) -> int:
-    """Drop the notebook's widget state, then execute it in place with nbconvert; returns the exit status."""
+    """Drop the notebook's widget state, execute it with nbconvert and write it back whole; returns the exit status."""
     nb = nbformat.read(path, as_version=4)
     if nb.metadata.pop("widgets", None) is not None:
-        nbformat.write(nb, path)
+        write_text_atomic(path, notebook_text(nb))
     jupyter = Path(sys.executable).with_name("jupyter")
-    cmd = [str(jupyter), "nbconvert", "--to", "notebook", "--execute", "--inplace",
+    cmd = [str(jupyter), "nbconvert", "--to", "notebook", "--execute", "--stdout",
            "--ExecutePreprocessor.timeout=900", "--ExecutePreprocessor.store_widget_state=False", str(path)]
-    status = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    status = subprocess.run(cmd, cwd=ROOT, capture_output=True)  # stdout: the executed notebook's bytes
+    if status.returncode == 0:
+        write_bytes_atomic(path, status.stdout)
     print(f"{path.relative_to(ROOT)}: {'ok' if status.returncode == 0 else 'FAILED'}", flush=True)
     if status.returncode:
-        print(status.stderr[-3000:], file=sys.stderr)
+        print(status.stderr.decode("utf-8", "replace")[-3000:], file=sys.stderr)
     return status.returncode
 
 

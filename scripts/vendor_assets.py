@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from models.files import replace_folder, write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "book" / "_vendor"
 VEGA_FILE = VENDOR / "vega" / "vega-embed-bundle.js"
@@ -39,7 +41,7 @@ def vendor_vega() -> str:
     header = (f"/* vega-embed bundle from vl-convert-python {vlc.__version__} "
               f"(Vega-Lite {alt.VEGALITE_VERSION}); wrapped so its top-level names stay private. */\n")
     VEGA_FILE.parent.mkdir(parents=True, exist_ok=True)
-    VEGA_FILE.write_text(header + "(function () {\n" + bundle + "\n})();\n", encoding="utf-8")
+    write_text_atomic(VEGA_FILE, header + "(function () {\n" + bundle + "\n})();\n")
     return f"vega bundle: vl-convert-python {vlc.__version__}, Vega-Lite {alt.VEGALITE_VERSION}, {len(bundle):,} bytes"
 
 
@@ -60,17 +62,21 @@ def _npm_mathjax() -> Path:
 
 
 def vendor_mathjax() -> str:
-    """Copy the pinned MathJax 3 files the site needs; returns a version line."""
+    """Copy the pinned MathJax 3 files the site needs (into a new folder swapped in whole); returns a version line."""
     src = _npm_mathjax() / "es5"
-    if MATHJAX_DIR.exists():
-        shutil.rmtree(MATHJAX_DIR)
-    for part in MATHJAX_PARTS:
-        source, target = src / part, MATHJAX_DIR / part
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, target)
-        else:
-            shutil.copy2(source, target)
+
+    def copy_parts(folder: Path) -> None:
+        """Copy every part of MATHJAX_PARTS from the npm package into ``folder``."""
+        for part in MATHJAX_PARTS:
+            source, target = src / part, folder / part
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, target)
+            else:
+                shutil.copy2(source, target)
+
+    MATHJAX_DIR.parent.mkdir(parents=True, exist_ok=True)
+    replace_folder(MATHJAX_DIR, copy_parts)
     version = json.loads((src.parent / "package.json").read_text())["version"]
     return f"MathJax {version} -> {MATHJAX_DIR.relative_to(ROOT)}"
 

@@ -149,8 +149,10 @@ def differences(stored: dict, now: dict) -> list[str]:
 def main(argv: list[str]) -> int:
     now = compute()
     if "--save" in argv:
+        from models.files import write_text_atomic
+
         STORE.parent.mkdir(parents=True, exist_ok=True)
-        STORE.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        write_text_atomic(STORE, json.dumps(now, indent=1, sort_keys=True) + "\n")
         print(f"wrote {STORE.relative_to(ROOT)} ({len(now)} runs)")
         return 0
     diff = differences(json.loads(STORE.read_text()), now)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import math
+import os
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import time
 
 import pytest
 from scipy import stats
 
-from models.sweep import CI_SUFFIX, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95, write_table
+from models.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95,
+                          write_table)
 
 SMALL = Sweep(
     name="small", scenario="closed-latch",
@@ -55,6 +62,182 @@ def test_stored_table_is_byte_identical_on_every_executor(tmp_path):
     assert serial.read_bytes() == pool.read_bytes() == dask.read_bytes()
 
 
-def test_bad_jobs_is_refused_with_the_parameter_named():
-    with pytest.raises(ValueError, match=r"jobs=0 is out of range"):
-        run_all(run_one, [("closed-latch", {})], jobs=0)
+def test_bad_jobs_or_more_than_the_cpus_are_refused_before_any_process_starts(monkeypatch):
+    import models.sweep as sweep_module
+    from models.params import ParameterError
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a refused sweep started a process pool")
+
+    monkeypatch.setattr(sweep_module, "ProcessPoolExecutor", no_pool)
+    cpus = os.cpu_count()
+    use = rf"use a whole number of processes from 1 to {cpus} \(this machine's CPUs\)$"
+    for jobs in (cpus + 1, 1000, 0, -2, 2.0, True):
+        with pytest.raises(ParameterError, match=rf"^jobs={jobs!r} is out of range: {use}"):
+            run_all(run_one, [("closed-latch", {})] * 3, jobs=jobs)
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``python -m models ARGS``, its output as text."""
+    return subprocess.run([sys.executable, "-m", "models", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_refuses_more_jobs_than_cpus_in_one_line():
+    out = cli("sweep", "cci", "--jobs", "1000")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [f"error: jobs=1000 is out of range: use a whole number of processes from 1 "
+                                       f"to {os.cpu_count()} (this machine's CPUs)"]
+
+
+def test_cli_refuses_a_dask_address_that_does_not_answer_in_one_line():
+    """Nothing listening, a peer that accepts the connection and says nothing, or not an address: exit 2
+    within 20 s with one line naming the address (the commands run side by side, so the test takes one
+    connection timeout of 10 s, plus three interpreters starting on a CI machine busy with other tests)."""
+    unreachable = f"is unreachable: no Dask scheduler answered within {DASK_CONNECT_S} s"
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; nothing ever answers
+        expected = {"tcp://127.0.0.1:1": unreachable, f"tcp://127.0.0.1:{silent.getsockname()[1]}": unreachable,
+                    "not-an-address": "is not an address: use tcp://HOST:PORT"}
+        start = time.monotonic()
+        procs = {address: subprocess.Popen([sys.executable, "-m", "models", "sweep", "cci", "--dask", address],
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for address in expected}
+        try:
+            for address, proc in procs.items():
+                out, err = proc.communicate(timeout=max(0.1, start + 20 - time.monotonic()))
+                assert proc.returncode == 2 and out == ""
+                assert err.splitlines() == [f"error: dask={address!r} {expected[address]}"], err
+        finally:
+            for proc in procs.values():
+                proc.kill()
+                proc.wait()
+    assert time.monotonic() - start < 20
+
+
+INTERRUPTED_SWEEP = """
+import sys, time
+from models.sweep import run_all
+
+print("go", flush=True)
+try:
+    run_all(time.sleep, [(5.0,)] * 8, jobs=2, progress=False)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+def _session(sid: int) -> list[int]:
+    """The live (not zombie) processes of session ``sid``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getsid(proc.pid) == sid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return found
+
+
+def _workers(parent: int, count: int, deadline: float) -> list:
+    """The ``count`` pool worker processes of ``parent``, as soon as each has started Python."""
+    import psutil
+
+    while time.monotonic() < deadline:
+        found = []
+        for child in psutil.Process(parent).children():
+            try:
+                if "spawn_main" in " ".join(child.cmdline()):
+                    found.append(child)
+            except psutil.NoSuchProcess:
+                pass
+        if len(found) == count:
+            return found
+        time.sleep(0.005)
+    pytest.fail(f"the pool did not start {count} workers in time")
+
+
+def _interrupt(workers: list) -> None:
+    """Send SIGINT to each worker, failing if one is gone."""
+    import psutil
+
+    for worker in workers:
+        try:
+            worker.send_signal(signal.SIGINT)
+        except psutil.NoSuchProcess:
+            pytest.fail(f"pool worker {worker.pid} died of Ctrl-C")
+
+
+POSIX_AND_TWO_CPUS = pytest.mark.skipif(sys.platform == "win32" or (os.cpu_count() or 1) < 2,
+                                        reason="POSIX signals, two CPUs")
+
+
+@POSIX_AND_TWO_CPUS
+def test_pool_workers_ignore_ctrl_c_from_their_first_instant():
+    """SIGINT sent to the workers alone, the moment each starts (mid-import) and again while they run:
+    none dies or prints a traceback, and the sweep goes on; only the parent acts on Ctrl-C."""
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SWEEP], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "go"
+        workers = _workers(proc.pid, 2, time.monotonic() + 20)
+        _interrupt(workers)
+        time.sleep(2.0)  # the workers have imported and are running their first runs
+        _interrupt(workers)
+        time.sleep(0.5)
+        _interrupt(workers)  # (fails if one has died since)
+        assert proc.poll() is None, "the sweep stopped when only its workers were sent Ctrl-C"
+        os.killpg(proc.pid, signal.SIGINT)  # now Ctrl-C, as a terminal sends it
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+
+
+@POSIX_AND_TWO_CPUS
+@pytest.mark.parametrize("delay_s", [0.3, 3.0])
+def test_ctrl_c_stops_a_pool_sweep_at_once(delay_s):
+    """Ctrl-C (SIGINT to the terminal's process group) while the workers start (0.3 s) or run (3 s): the
+    parent gets one KeyboardInterrupt, no worker prints a traceback, and every process is gone in seconds,
+    where the runs left would take 20 s."""
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SWEEP], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "go"
+        time.sleep(delay_s)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+        assert time.monotonic() - sent < 5
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+    deadline = time.monotonic() + 5
+    while _session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _session(proc.pid) == [], "a worker outlived the interrupted sweep"
+
+
+def test_an_interrupted_dask_sweep_cancels_its_runs(monkeypatch):
+    """Ctrl-C while waiting on a Dask cluster cancels every run sent (the scheduler forgets them) and closes
+    the client, then goes on as KeyboardInterrupt."""
+    import distributed
+    from distributed import LocalCluster
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "as_completed", interrupted)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with pytest.raises(KeyboardInterrupt):
+            run_all(time.sleep, [(60.0,)] * 4, dask=cluster.scheduler_address, progress=False)
+        deadline = time.monotonic() + 10
+        while (cluster.scheduler.tasks or cluster.scheduler.clients.keys() - {"fire-and-forget"}) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not cluster.scheduler.tasks, "the interrupted runs are still on the cluster"
+        assert cluster.scheduler.clients.keys() <= {"fire-and-forget"}, "the sweep's client is still connected"

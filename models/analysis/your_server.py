@@ -20,6 +20,7 @@ import models
 from models import fit as fitting
 from models import whatif
 from models.analysis import hot_page as hp
+from models.files import write_text_atomic
 from models.snapshot import SETTINGS, SOURCES, Snapshot, decode, from_model, parse
 from models.stored import FITTED, significant
 from models.sweep import DATA_DIR
@@ -67,9 +68,8 @@ def example_snapshot() -> str:
 
 
 def write_example(path: Path = EXAMPLE) -> Path:
-    """Write the example snapshot (``python -m models.analysis.your_server`` does)."""
-    path.write_text(example_snapshot(), encoding="utf-8")
-    return path
+    """Write the example snapshot (``python -m models.analysis.your_server`` does), whole or not at all."""
+    return write_text_atomic(path, example_snapshot())
 
 
 def load(source: str | bytes | Path) -> Snapshot:
