@@ -13,20 +13,12 @@ import difflib
 import warnings
 from typing import Any, Callable
 
-from models.clock import EXACT_LIMIT_MS
 from models.engine import simulate
-from models.params import Param, ParameterError, Scenario, resolve
+from models.params import MAX_SIM_MS, Param, ParameterError, Scenario, check_run_options, resolve
 from models.result import Result, build
 from models.scenarios import CATALOGUE
 
 __all__ = ["run", "scenarios", "Result", "Param", "Scenario", "ParameterError"]
-
-MAX_SIM_MS = 1e9  # below the clock's exact range (models.clock.EXACT_LIMIT_MS, about 8.8e9 ms)
-_LIMITS = {
-    "trace_events": (0, 2_000_000),
-    "record_acquires": (0, 5_000_000),
-    "max_events": (0, 10**11),
-}
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -36,22 +28,15 @@ def scenarios() -> dict[str, Scenario]:
 
 def get_scenario(name: str) -> Scenario:
     """The scenario called ``name``, or a ParameterError suggesting the closest one."""
-    if name in CATALOGUE:
+    if isinstance(name, str) and name in CATALOGUE:
         return CATALOGUE[name]
     close = difflib.get_close_matches(str(name), list(CATALOGUE), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ParameterError(f"scenario={name!r} is unknown: use one of {', '.join(CATALOGUE)}{hint}")
 
 
-def _check_option(name: str, value: Any) -> int:
-    low, high = _LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(f"{name}={value!r} is out of range: use an integer from {low} to {high:,}")
-    return value
-
-
 def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_events: int = 0,
-        max_sim_ms: float = 1e9, progress: Callable[[float], None] | None = None,
+        max_sim_ms: float = MAX_SIM_MS, progress: Callable[[float], None] | None = None,
         **params: Any) -> Result:
     """Run ``scenario`` with ``params`` (others at their defaults) and return the Result.
 
@@ -63,16 +48,12 @@ def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_e
     """
     spec = get_scenario(scenario)
     values = resolve(spec, params)
-    for name, value in (("trace_events", trace_events), ("record_acquires", record_acquires),
-                        ("max_events", max_events)):
-        _check_option(name, value)
-    if isinstance(max_sim_ms, bool) or not (isinstance(max_sim_ms, (int, float)) and 0 < max_sim_ms <= MAX_SIM_MS):
-        raise ParameterError(f"max_sim_ms={max_sim_ms!r} is out of range: use a number above 0 and up to "
-                             f"{MAX_SIM_MS:.0e} ms (the engine's clock is exact up to {EXACT_LIMIT_MS:.1e} ms)")
+    if progress is not None and not callable(progress):
+        raise ParameterError(f"progress={progress!r} is not allowed: use a function of the fraction done, or None")
+    options = check_run_options({"trace_events": trace_events, "record_acquires": record_acquires,
+                                 "max_events": max_events, "max_sim_ms": max_sim_ms})
     workload = spec.build(values)
-    raw = simulate(workload, values["seed"], trace_events=trace_events,
-                   record_acquires=record_acquires, max_events=max_events,
-                   max_sim_ms=max_sim_ms, progress=progress)
+    raw = simulate(workload, values["seed"], progress=progress, **options)
     result = build(raw, spec.name, values, values["seed"])
     if result.truncated:
         warnings.warn(f"{spec.name}: {result.truncated_reason}; the result is truncated", stacklevel=2)

@@ -21,13 +21,12 @@ import json
 import os
 import sys
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 import models
-from models.params import Param, ParameterError, Scenario, bound_text, resolve
+from models.params import RUN_OPTIONS, Param, ParameterError, Scenario, resolve
 from models.result import Result
 
 COMPILING = "compiling the engine (first run only)..."
@@ -45,45 +44,6 @@ THROUGHPUT_COUNTS: dict[str, str | None] = {
 }
 
 
-@dataclass(frozen=True)
-class RunOption(Param):
-    """A keyword of models.run that bounds or records a run; set on the command line like a parameter."""
-
-    above_low: bool = False  # the low bound itself is refused (max_sim_ms must be above 0)
-
-    def allowed(self) -> str:
-        """The allowed values, as an error message would say them."""
-        if not self.above_low:
-            return super().allowed()
-        unit = f" {self.unit}" if self.unit else ""
-        return f"a number above {bound_text(self.low)} and up to {bound_text(self.high)}{unit}"
-
-    def check(self, value: Any) -> Any:
-        """Return ``value`` converted to this option's type, or raise ParameterError."""
-        number = super().check(value)
-        if self.above_low and number <= self.low:
-            raise ParameterError(f"{self.name}={value!r} is out of range: use {self.allowed()}")
-        return number
-
-
-def _run_options() -> tuple[RunOption, ...]:
-    """models.run's bounds and records, with the defaults of its signature and the ranges it checks."""
-    default = {name: p.default for name, p in inspect.signature(models.run).parameters.items()}
-
-    def count(name: str, meaning: str) -> RunOption:
-        low, high = models._LIMITS[name]  # the ranges models.run checks
-        return RunOption(name, "int", default[name], "", low, high, help=meaning)
-
-    return (
-        count("trace_events", "worker-state intervals kept for a timeline (Result.trace; not printed here)"),
-        count("record_acquires", "latch acquires kept in a log (Result.acquire_log; not printed here)"),
-        count("max_events", "stop after this many events, flagged TRUNCATED (0: a bound scaled to the workload)"),
-        RunOption("max_sim_ms", "float", default["max_sim_ms"], "ms", 0, models.MAX_SIM_MS, above_low=True,
-                  help="stop after this much simulated time, flagged TRUNCATED"),
-    )
-
-
-RUN_OPTIONS = _run_options()
 # models.run's other keywords, refused by name: the scenario is named before the assignments, and
 # progress takes a Python function.
 RESERVED = tuple(name for name, p in inspect.signature(models.run).parameters.items()
@@ -131,42 +91,14 @@ def _entry(spec: Scenario, name: str) -> Param:
     raise ParameterError(f"{spec.name} has no parameter {name!r}{hint}")
 
 
-def _number(text: str) -> int | float | None:
-    """``text`` as an int, else as a float, else None."""
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return None
-
-
-def _convert(entry: Param, text: str) -> Any:
-    """The value ``text`` gives ``entry``: the text of a choice, a number of its kind, or a ParameterError."""
-    if entry.kind == "choice":
-        return text
-    number = _number(text)
-    if entry.kind == "int":
-        if isinstance(number, float) and number.is_integer():
-            number = int(number)  # 1e3
-        if not isinstance(number, int):
-            raise ParameterError(f"{entry.name}={text!r} is not an integer: use {entry.allowed()}")
-    elif number is None:
-        raise ParameterError(f"{entry.name}={text!r} is not a number: use {entry.allowed()}")
-    return number
-
-
 def parse(spec: Scenario, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The scenario parameters and run options ``items`` set, checked as models.run checks them."""
     params: dict[str, Any] = {}
     options: dict[str, Any] = {}
+    run_options = {o.name for o in RUN_OPTIONS}
     for name, text in _assignments(items).items():
-        entry = _entry(spec, name)
-        value = _convert(entry, text)
-        if isinstance(entry, RunOption):
-            options[name] = entry.check(value)
-        else:
-            params[name] = value
+        value = _entry(spec, name).check(text)  # the one check models.run makes too
+        (options if name in run_options else params)[name] = value
     resolve(spec, params)  # ranges and combinations, before anything compiles
     return params, options
 
@@ -332,7 +264,8 @@ def fit_text(f: Any) -> str:
         return "\n".join(lines) + "\n"
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     rows = [(name, _number_text(e.estimate, e.unit),
-             "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}", e.basis, e.how)
+             "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
+             f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
     lines += _aligned(rows)
     if f.undetermined:
@@ -468,29 +401,58 @@ def _changes():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "list":
-            _list(args.json)
-        elif args.command == "run":
-            _run(args.scenario, args.params, args.json)
-        elif args.command == "snapshot":
-            _snapshot(args.scenario, args.params, args.interval_s, args.start_s, not args.no_xevents)
-        elif args.command == "fit":
-            _fit(args.snapshot, args.json, args.scenario)
-        elif args.command == "whatif":
-            _whatif(args.snapshot, args.change, args.json, args.scenario)
-        else:
-            from models.sweep import write_sweep
+    """Entry point; returns the process exit code.
 
-            for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
-                print(path)
+    Bad input is one ``error:`` line and exit 2; Ctrl-C one line and 130 (the shell's code for SIGINT);
+    a pipe closed early one line and 141 (SIGPIPE's); any other failed read or write one line and 1.
+    """
+    try:
+        args = _parser().parse_args(argv)
+        _command(args)
+        sys.stdout.flush()  # a full disk shows here, not in the interpreter's last flush
     except ParameterError as err:
         kind = getattr(err, "kind", "")  # a snapshot's errors say which kind they are
         print(f"error: {kind + ': ' if kind else ''}{err}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader of stdout stopped early (| head): not an error of the run
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush stays quiet
-        return 0
+    except KeyboardInterrupt:
+        print("error: interrupted (Ctrl-C); nothing more was written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        print("error: standard output was closed before everything was written (a pipe's reader stopped early)",
+              file=sys.stderr)
+        return 141
+    except OSError as err:
+        if err.filename is None:  # a write to standard output: /dev/full, a full disk
+            _quiet_stdout()
+        where = err.filename if err.filename is not None else "standard output"
+        print(f"error: {where}: {err.strerror or err}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _command(args: argparse.Namespace) -> None:
+    """Carry out the parsed command."""
+    if args.command == "list":
+        _list(args.json)
+    elif args.command == "run":
+        _run(args.scenario, args.params, args.json)
+    elif args.command == "snapshot":
+        _snapshot(args.scenario, args.params, args.interval_s, args.start_s, not args.no_xevents)
+    elif args.command == "fit":
+        _fit(args.snapshot, args.json, args.scenario)
+    elif args.command == "whatif":
+        _whatif(args.snapshot, args.change, args.json, args.scenario)
+    else:
+        from models.sweep import write_sweep
+
+        for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
+            print(path)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of what is left stays quiet."""
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
+    except OSError:
+        pass

@@ -75,6 +75,12 @@ DIAGNOSES: dict[str, tuple[str, str]] = {
 }
 
 
+class FitError(ParameterError):
+    """A snapshot that names a contention but whose counts its model cannot fit: missing, contradictory or beyond it."""
+
+    kind = "cannot fit"
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     """The dominant contention, the scenario that models it, and why."""
@@ -94,6 +100,7 @@ class Estimate:
     unit: str
     basis: str  # "fitted" (from the snapshot's rates), "read" (from its settings and counters) or "assumed"
     how: str
+    clipped: str = ""  # "low" or "high": the relation gave a value beyond the model's range, held at that bound
 
 
 @dataclass
@@ -125,7 +132,8 @@ class Fit:
             "diagnosis": self.diagnosis.name,
             "scenario": self.scenario,
             "params": {name: {"estimate": _plain(e.estimate), "low": _plain(e.low), "high": _plain(e.high),
-                              "unit": e.unit, "basis": e.basis, "how": e.how} for name, e in self.params.items()},
+                              "unit": e.unit, "basis": e.basis, "how": e.how, "clipped": e.clipped or None}
+                       for name, e in self.params.items()},
             "evidence": self.evidence,
             "undetermined": self.undetermined,
             "interval_s": self.interval_s,
@@ -424,10 +432,6 @@ def _need(value: float | None, what: str) -> float:
     return float(value)
 
 
-class FitError(ParameterError):
-    """A snapshot that names a contention but lacks a count its fit needs."""
-
-
 def _visit_rate(snap: Snapshot, cls: str, obs: LatchObs, per_visit: float = 1.0,
                 counter: str | None = None) -> tuple[float, str]:
     """Visits to the latch per second: the extended events' acquires, else a performance counter."""
@@ -460,7 +464,7 @@ def est_convoy(snap: Snapshot) -> Point:
     cls = _top_class(snap)
     obs = _latch_obs(snap, cls, "LATCH")
     lam, rate_how = _visit_rate(snap, cls, obs, counter=BATCHES)
-    p = obs.waits / (lam * snap.interval_s)
+    p = _waited_share(obs.waits, lam * snap.interval_s, f"latch {cls}", rate_how)
     hold_us = max(p / lam * 1e6 - obs.handoff_us * p, 1e-3)
     mean_wait_us = obs.wait_us / (lam * snap.interval_s)
     s = hold_us + obs.handoff_us * p
@@ -483,9 +487,33 @@ def est_convoy(snap: Snapshot) -> Point:
 
 
 def _top_class(snap: Snapshot) -> str:
+    """The non-buffer latch class with the most wait time, or FitError when sys.dm_os_latch_stats has none."""
     latches = snap.table("latch")
-    latches = latches[latches["name"] != "BUFFER"]
+    latches = latches[(latches["name"] != "BUFFER") & (latches["count"].fillna(0) > 0)]
+    if latches.empty:
+        raise FitError("no latch row other than BUFFER has waits (count above 0): the latch model needs "
+                       "sys.dm_os_latch_stats rows for the class that waits")
     return str(latches.sort_values("time_ms", ascending=False).iloc[0]["name"])
+
+
+def _waited_share(found: float, visits: float, what: str, visits_how: str) -> float:
+    """``found / visits``: the share of visits that found the latch owned, or FitError when it is 0 or above 1."""
+    if found <= 0:
+        raise FitError(f"{what}: no acquire found the latch owned over the interval (0 waits or spins): a latch "
+                       "nobody waits for shows nothing of its hold; capture while the contention is on")
+    if found > visits:
+        raise FitError(f"{what}: {found:,.0f} acquires found the latch owned but {visits_how} gives only "
+                       f"{visits:,.0f} acquires; one of the two counts is wrong (lost events, or another workload's "
+                       "counters)")
+    return found / visits
+
+
+def _check_wait_budget(what: str, wait_us: float, customers: int, interval_s: float) -> None:
+    """FitError when ``customers`` sessions could not have waited ``wait_us`` in the interval (each waits at most all of it)."""
+    budget_us = customers * interval_s * 1e6
+    if wait_us >= budget_us:
+        raise FitError(f"{what}: {wait_us / 1000.0:,.0f} ms of waiting in {interval_s:g} s, but {customers} sessions "
+                       f"can wait at most {budget_us / 1000.0:,.0f} ms: the sessions setting or the wait time is wrong")
 
 
 def _closed_latch_core(snap: Snapshot, cls: str, customers: int,
@@ -500,7 +528,8 @@ def _closed_latch_core(snap: Snapshot, cls: str, customers: int,
     x, rate_how = _visit_rate(snap, cls, obs, per_visit, counter)
     visits = x * snap.interval_s
     found = obs.spins if unfair else obs.waits
-    p = found / visits
+    p = _waited_share(found, visits, f"latch {cls}", rate_how)
+    _check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s)
     wait = obs.wait_us / visits
     hold, think = closed_repairman(customers, customers / x * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
     how = (f"{customers} workers at {x:,.0f} acquires/s go round a cycle of {customers / x * 1e6:,.1f} us with "
@@ -657,6 +686,7 @@ def est_last_page(snap: Snapshot) -> Point:
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
     obs = _latch_obs(snap, "BUFFER", "PAGELATCH")
+    _check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s)
     p, wait = ex / rows, wait_us / rows
     hold, think_all = closed_repairman(sessions, sessions / x * 1e6, wait, p, obs.handoff_us)
     per_page = lpi.rows_per_page(d["row_bytes"])
@@ -694,6 +724,8 @@ def est_cci_decommit(snap: Snapshot) -> Point:
     sessions, sess_how = _setting(snap, "sessions", d["sessions"], "sessions")
     calls = _need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
     x = calls / snap.interval_s
+    _check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,
+                       sessions, snap.interval_s)
     response = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / calls
     service, think = repairman_service(sessions, sessions / x * 1e6, response)
     how = (f"{sessions} sessions make {x:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
@@ -731,6 +763,10 @@ def est_cci_insert(snap: Snapshot) -> Point:
     waited = snap.get("wait", "RESOURCE_SEMAPHORE")
     wait_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "time_ms")
     max_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "max_time_ms")
+    if waited > queries:
+        raise FitError(f"RESOURCE_SEMAPHORE has count={waited:,.0f} waits from {queries} queries ({q_how}): a query "
+                       "waits for its grant at most once, so the sessions setting or the wait count is wrong")
+    _check_wait_budget("RESOURCE_SEMAPHORE", wait_ms * 1000.0, queries, snap.interval_s)
     at_once = max(int(queries - waited), 1)
     target = cci.target_mb(v)
     cap = cci.grant_mb(dict(v, grant_mb_per_dop=math.inf))
@@ -809,36 +845,80 @@ def replicate_window(point: Point, interval_s: float, scenario: str) -> tuple[fl
 # ----------------------------------------------------------------------------- the fit
 
 
-def _estimates(scenario: str, point: Point) -> dict[str, Any]:
-    """A Point's values as a parameter dict (settings and fitted values, clipped to the catalogue's ranges)."""
+def _estimates(scenario: str, point: Point) -> tuple[dict[str, Any], dict[str, str]]:
+    """A Point's values as a parameter dict, and which fitted values were held at a bound of the model's range.
+
+    A setting the model cannot run (more sessions than it takes) is a FitError naming the setting; a fitted value
+    beyond the catalogue's range is held at the bound and reported as clipped ("low" or "high").
+    """
     spec = models.get_scenario(scenario)
-    out = {name: value for name, (value, _) in point.settings.items()}
-    for name, (value, _, _) in point.fitted.items():
+    out: dict[str, Any] = {}
+    for name, (value, how) in point.settings.items():
+        try:
+            out[name] = spec.param(name).check(value)
+        except ParameterError as err:
+            raise FitError(f"{how} gives {name}={value!r}, which the {scenario} model cannot run ({err})") from None
+    clipped: dict[str, str] = {}
+    for name, (value, _, how) in point.fitted.items():
         p = spec.param(name)
+        if not math.isfinite(value):
+            raise FitError(f"{name} came out as {value}: the counts behind it ({how}) do not give a number")
         out[name] = min(max(value, p.low), p.high)
+        if out[name] != value:
+            clipped[name] = "low" if value < p.low else "high"
         if p.kind == "int":
             out[name] = round(out[name])
-    return out
+    return out, clipped
+
+
+def _clip_text(value: float, clipped: str, p: Any, unit: str) -> str:
+    """How an estimate held at a bound says so."""
+    bound = p.low if clipped == "low" else p.high
+    return (f"; CLIPPED: the relation gives {value:,.4g} {unit}, {'below' if clipped == 'low' else 'above'} the "
+            f"model's range, so the {clipped} bound {bound:,.4g} {unit} is used: the model does not reach this "
+            "server's behaviour, and its what-ifs are not to be trusted")
+
+
+def _estimator(name: str, snap: Snapshot) -> Point:
+    """The scenario's estimator on ``snap``; an arithmetic failure inside it ends as a FitError, not a traceback."""
+    try:
+        return ESTIMATORS[name](snap)
+    except ParameterError:
+        raise
+    except (ArithmeticError, ValueError, IndexError, KeyError) as err:
+        raise FitError(f"the {name} relations fail on this snapshot ({type(err).__name__}: {err}); its counts "
+                       "contradict each other in a way no check named") from None
 
 
 def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
         progress: Callable[[float], None] | None = None) -> Fit:
-    """Diagnose ``snap``, fit its scenario (or ``scenario``), and measure each estimate's spread from replicates."""
+    """Diagnose ``snap``, fit its scenario (or ``scenario``), and measure each estimate's spread from replicates.
+
+    Every way the snapshot can fail the fit ends as a FitError naming the count at fault; an estimate held at
+    a bound of the model's range says so (``Estimate.clipped``, and in its ``how``).
+    """
     diagnosis = diagnose(snap)
     name = scenario or diagnosis.scenario
     if name is None:
         return Fit(diagnosis, None, {}, [], snap.interval_s, 0.0)
-    models.get_scenario(name)
-    point = ESTIMATORS[name](snap)
     spec = models.get_scenario(name)
-    base = _estimates(name, point)
+    point = _estimator(name, snap)
+    base, clipped = _estimates(name, point)
     start, window = replicate_window(point, snap.interval_s, name)
     reps: list[dict[str, Any]] = []
     if name != "cci-insert":  # its model draws nothing at random: the counts bound the grant instead
         for k in range(replicates):
             params = sized(name, dict(base, seed=k + 1), point.rate_per_s, 1.5 * (start + window))
-            again = ESTIMATORS[name](from_model(name, params, start_s=start, interval_s=window))
-            reps.append({n: v for n, (v, _, _) in again.fitted.items()})
+            try:
+                again = _estimator(name, from_model(name, params, start_s=start, interval_s=window))
+            except FitError as err:
+                raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) does not fit back ({err}): "
+                               "the estimates cannot be given a range, so none is given") from None
+            refit = {n: v for n, (v, _, _) in again.fitted.items()}
+            if not all(math.isfinite(v) for v in refit.values()):
+                raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) fits back to {refit}: the "
+                               "estimates cannot be given a range, so none is given")
+            reps.append(refit)
             if progress is not None:
                 progress((k + 1) / replicates)
     scale = math.sqrt(window / snap.interval_s) if reps else 1.0
@@ -853,6 +933,8 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
     for pname, (value, unit, how) in point.fitted.items():
         p = spec.param(pname)
         est = base[pname]
+        if pname in clipped:
+            how += _clip_text(value, clipped[pname], p, unit)
         if pname in point.bounds:
             low, high = point.bounds[pname]
         elif reps:
@@ -864,17 +946,21 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
                 # The relation misses part of the mechanism: the model fitted back from its own snapshots comes
                 # out off by ``bias`` on average, so the estimate is moved back by as much (a bootstrap bias
                 # correction) and the range widened by the uncertainty of that mean.
-                est = min(max(est - bias, p.low), p.high)
+                corrected = est - bias
+                est = min(max(corrected, p.low), p.high)
                 half = SPREAD * math.hypot(sd * scale, sd / math.sqrt(len(reps)))
                 how += (f"; moved by {-bias:+,.3g} {unit}: the fitted model's own snapshots fit back "
                         f"{bias:+,.3g} {unit} off on average")
+                if est != corrected and pname not in clipped:
+                    clipped[pname] = "low" if corrected < p.low else "high"
+                    how += _clip_text(corrected, clipped[pname], p, unit)
             low, high = est - half, est + half
         else:
             low = high = est
         low, high = max(min(low, est), p.low), min(max(high, est), p.high)
         if p.kind == "int":
             est, low, high = round(est), math.floor(low), math.ceil(high)
-        params[pname] = Estimate(est, low, high, unit, "fitted", how)
+        params[pname] = Estimate(est, low, high, unit, "fitted", how, clipped.get(pname, ""))
     for pname, (what, measure) in point.assumed.items():
         value = spec.param(pname).default
         params[pname] = Estimate(value, value, value, spec.param(pname).unit, "assumed", what)

@@ -9,10 +9,14 @@ what is allowed, and an unknown name gets the closest valid one suggested.
 
 from __future__ import annotations
 
+import decimal
 import difflib
 import math
-from dataclasses import dataclass
+import numbers
+from dataclasses import dataclass, replace
 from typing import Any, Callable
+
+import numpy as np
 
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 
@@ -26,9 +30,15 @@ def bound_text(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
+def shown(value: Any) -> str:
+    """``value`` as a message quotes it: its repr, cut to 40 characters with the full length said (a 401-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
+
+
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a scenario."""
+    """One parameter of a scenario, or one run option of models.run: its kind, default, unit and allowed values."""
 
     name: str
     kind: str  # "int", "float" or "choice"
@@ -38,34 +48,74 @@ class Param:
     high: float | None = None
     choices: tuple[str, ...] | None = None
     help: str = ""
+    above_low: bool = False  # the low bound itself is refused (max_sim_ms must be above 0)
 
     def allowed(self) -> str:
         """The allowed values, as an error message would say them."""
         if self.kind == "choice":
             return "one of " + ", ".join(repr(c) for c in self.choices)
         unit = f" {self.unit}" if self.unit else ""
+        if self.above_low:
+            return f"a number above {bound_text(self.low)} and up to {bound_text(self.high)}{unit}"
         what = "an integer" if self.kind == "int" else "a number"
         return f"{what} from {bound_text(self.low)} to {bound_text(self.high)}{unit}"
 
     def check(self, value: Any) -> Any:
-        """Return ``value`` converted to this parameter's type, or raise ParameterError."""
+        """Return ``value`` converted to this parameter's type, or raise ParameterError.
+
+        Python and numpy numbers are taken alike, and so is their text ("2", "1e3", as the command line and
+        the panels give them); a bool is no number, and a number too large for a float is out of range.
+        """
         if self.kind == "choice":
-            if isinstance(value, str) and value in self.choices:
-                return value
-            raise ParameterError(f"{self.name}={value!r} is not allowed: use {self.allowed()}")
-        try:
-            if isinstance(value, bool):
-                raise TypeError
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ParameterError(f"{self.name}={value!r} is not a number: use {self.allowed()}") from None
-        if self.kind == "int":
-            if not math.isfinite(number) or number != int(number):
-                raise ParameterError(f"{self.name}={value!r} must be {self.allowed()}")
-            number = int(number)
-        if not (math.isfinite(number) and self.low <= number <= self.high):
-            raise ParameterError(f"{self.name}={value!r} is out of range: use {self.allowed()}")
-        return number
+            return self._choice(value)
+        number = _as_number(value)
+        # Text that reads as a number is quoted as typed (hold_ms=-3), other values by their repr (hold_ms='abc').
+        typed = isinstance(value, str) and number is not None and len(value.strip()) <= 40
+        given = value.strip() if typed else shown(value)
+        not_what = f"{self.name}={given} is not {'an integer' if self.kind == 'int' else 'a number'}"
+        if number is None:
+            raise ParameterError(f"{not_what}: use {self.allowed()}")
+        if self.kind == "int" and isinstance(number, float):
+            if math.isfinite(number) and not number.is_integer():
+                raise ParameterError(f"{not_what}: use {self.allowed()}")
+            if math.isfinite(number) and self.low <= number <= self.high:
+                number = int(number)
+        in_range = (isinstance(number, int) or math.isfinite(number)) and self.low <= number <= self.high
+        if not in_range or (self.above_low and number <= self.low):
+            raise ParameterError(f"{self.name}={given} is out of range: use {self.allowed()}")
+        return number if self.kind == "int" else float(number)
+
+    def _choice(self, value: Any) -> str:
+        """``value`` if it is one of the choices, else a ParameterError suggesting the closest one."""
+        if isinstance(value, str) and value in self.choices:
+            return value
+        close = difflib.get_close_matches(str(value).lower(), self.choices, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParameterError(f"{self.name}={shown(value)} is not allowed: use {self.allowed()}{hint}")
+
+
+def _as_number(value: Any) -> int | float | None:
+    """``value`` as a Python int or float (None: not a number); text is read as the command line writes numbers."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        for cast in (int, float):
+            try:
+                return cast(text)
+            except ValueError:  # also int text past Python's 4,300-digit limit: read as a float (inf)
+                pass
+        return None
+    if not isinstance(value, (numbers.Real, decimal.Decimal)):  # bytes and the like, which float() would read
+        return None
+    try:
+        return float(value)  # Fraction, Decimal and other real numbers
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)
@@ -106,6 +156,30 @@ def resolve(scenario: Scenario, given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+# models.run's options that bound or record a run: Params like a scenario's, checked by the same code, and set
+# on the command line like a parameter.  MAX_SIM_MS stays below the clock's exact range (models.clock).
+MAX_SIM_MS = 1e9
+RUN_OPTIONS: tuple[Param, ...] = (
+    Param("trace_events", "int", 0, "", 0, 2_000_000,
+          help="worker-state intervals kept for a timeline (Result.trace; not printed here)"),
+    Param("record_acquires", "int", 0, "", 0, 5_000_000,
+          help="latch acquires kept in a log (Result.acquire_log; not printed here)"),
+    Param("max_events", "int", 0, "", 0, 10**11,
+          help="stop after this many events, flagged TRUNCATED (0: a bound scaled to the workload)"),
+    Param("max_sim_ms", "float", MAX_SIM_MS, "ms", 0, MAX_SIM_MS, above_low=True,
+          help="stop after this much simulated time, flagged TRUNCATED"),
+)
+
+
+def check_run_options(given: dict[str, Any]) -> dict[str, Any]:
+    """Every run option's value: ``given`` checked, the others at their defaults."""
+    values = {option.name: option.default for option in RUN_OPTIONS}
+    for option in RUN_OPTIONS:
+        if option.name in given:
+            values[option.name] = option.check(given[option.name])
+    return values
+
+
 # Parameters every scenario shares, with the same meaning and range everywhere.
 def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: float = CONTEXT_SWITCH_US,
                   wakeup_us: float = WAKEUP_US) -> tuple[Param, ...]:
@@ -136,10 +210,18 @@ def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: f
     )
 
 
-def scheduling_params(*, schedulers: int) -> tuple[Param, ...]:
-    """The shared entries of a workload with no latch: schedulers, quantum, hand-off costs and seed (no policy or spin knobs)."""
+def scheduling_params(*, schedulers: int, draws: bool = True) -> tuple[Param, ...]:
+    """The shared entries of a workload with no latch: schedulers, quantum, hand-off costs and seed (no policy or spin knobs).
+
+    ``draws=False`` is a workload that draws nothing at random: its seed is kept (a run is still a function of
+    its seed) but says that every seed gives the same run.
+    """
     keep = ("schedulers", "quantum_ms", "context_switch_us", "wakeup_us", "seed")
-    return tuple(p for p in common_params(schedulers=schedulers) if p.name in keep)
+    shared = tuple(p for p in common_params(schedulers=schedulers) if p.name in keep)
+    if draws:
+        return shared
+    return tuple(replace(p, help="kept for a uniform interface: this workload draws nothing at random, so every "
+                                 "seed gives the same run") if p.name == "seed" else p for p in shared)
 
 
 def latch_knobs(values: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 import models
-from models.params import ParameterError, resolve
+from models.params import MAX_SIM_MS, ParameterError, resolve, shown
 
 COLUMNS = ("source", "name", "count", "time_ms", "max_time_ms", "signal_time_ms", "spins", "backoffs", "value")
 NUMBERS = ("count", "time_ms", "max_time_ms", "signal_time_ms", "spins", "backoffs")
@@ -66,6 +66,18 @@ TRANSACTIONS = "Transactions/sec"
 VERSION_KB = "Version Generation rate (KB/s)"
 LATCH_SPINS = "LATCH_SPIN_STATS"
 
+# Caps on a file: a capture of a large server has some thousands of rows (waits, latches, spinlocks, schedulers,
+# indexes) and a few hundred kilobytes.
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_ROWS = 200_000
+INTERVAL_S = (0.001, 86_400.0)  # a millisecond to a day between the two reads
+# The most a count or a time may grow per second of the interval: generous for any server, and small enough
+# that every rate the fit derives stays a plain float.
+MAX_PER_S = {"count": 1e9, "time_ms": 1e8, "signal_time_ms": 1e8, "spins": 1e12, "backoffs": 1e9}
+MAX_TIME_MS = 1e12  # max_time_ms is since the counters' last clear: at most some decades
+CPU_SLACK = 1.05    # a scheduler's CPU may pass the interval by rounding and sampling, not by more
+MAX_SERVER_MEMORY_MB = 2_147_483_647  # SQL Server's own upper bound, and its default (no limit set)
+
 
 class SnapshotError(ParameterError):
     """A snapshot the fit cannot read; each kind below names what is wrong and where."""
@@ -101,6 +113,24 @@ class ZeroInterval(SnapshotError):
     """The snapshots are no time apart (or the interval is negative), so no rate can be had."""
 
     kind = "zero interval"
+
+
+class SnapshotTooLarge(SnapshotError):
+    """A file past the size or row cap: no capture script writes one, and reading it could exhaust memory."""
+
+    kind = "snapshot too large"
+
+
+class OutOfRange(SnapshotError):
+    """A setting or a count outside what a server can give, or what the models here can run."""
+
+    kind = "out of range"
+
+
+class InconsistentSnapshot(SnapshotError):
+    """Rows that cannot all be true at once (more waits than acquires, more CPU than the interval had)."""
+
+    kind = "inconsistent snapshot"
 
 
 @dataclass(frozen=True)
@@ -163,16 +193,27 @@ def read(path: str | Path) -> Snapshot:
     """Parse the snapshot in the file at ``path`` (see :func:`parse`)."""
     path = Path(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
+            raise SnapshotTooLarge(_too_large(str(path), path.stat().st_size))
         raw = path.read_bytes()
     except FileNotFoundError:
         raise MalformedSnapshot(f"{path}: no such file") from None
     except IsADirectoryError:
         raise MalformedSnapshot(f"{path}: a directory, not a snapshot file") from None
+    except PermissionError:
+        raise MalformedSnapshot(f"{path}: not readable (permission denied)") from None
     return parse(decode(raw, str(path)), where=str(path))
+
+
+def _too_large(where: str, size: int) -> str:
+    return (f"{where}: {size:,} bytes, above the {MAX_FILE_BYTES:,}-byte cap; a capture is some hundreds of "
+            "kilobytes: is this the capture script's csv column?")
 
 
 def decode(raw: bytes, where: str) -> str:
     """A snapshot file's text: UTF-16 with a byte-order mark (what SSMS and sqlcmd write for Unicode), else UTF-8."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise SnapshotTooLarge(_too_large(where, len(raw)))
     try:
         return raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -180,9 +221,20 @@ def decode(raw: bytes, where: str) -> str:
 
 
 def parse(text: str, where: str = "snapshot") -> Snapshot:
-    """Check ``text`` line by line and return its Snapshot, or raise the SnapshotError that says what is wrong."""
-    lines = [(k + 1, line) for k, line in enumerate(text.splitlines())
-             if line.strip() and not line.lstrip().startswith("#")]
+    """Check ``text`` line by line and return its Snapshot, or raise the SnapshotError that says what is wrong.
+
+    Every setting and count is checked against the range a server can give and the models can run, and the
+    rows against each other, so nothing the fit computes from them can run away.
+    """
+    if len(text) > MAX_FILE_BYTES:
+        raise SnapshotTooLarge(_too_large(where, len(text)))
+    lines = []
+    for k, line in enumerate(text.splitlines()):
+        if line.strip() and not line.lstrip().startswith("#"):
+            lines.append((k + 1, line))
+            if len(lines) > MAX_ROWS + 1:
+                raise SnapshotTooLarge(f"{where}: more than {MAX_ROWS:,} rows by line {k + 1:,}; a capture has some "
+                                       "thousands: is this the capture script's csv column?")
     if not lines:
         raise MalformedSnapshot(f"{where}: empty; a snapshot starts with the header {','.join(COLUMNS)}")
     try:
@@ -199,7 +251,7 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
         raise MissingColumn(f"{where}: the header has no column{'s' if len(missing) > 1 else ''} "
                             f"{', '.join(missing)} (a snapshot has {','.join(COLUMNS)})")
     settings: dict[str, Any] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     seen: set[tuple[str, str]] = set()
     for k, fields in body:
         if len(fields) != len(header):
@@ -227,15 +279,66 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
                     f"{where} line {k}: {source} {name} has {column}={cells[column]}, below zero: the counters "
                     "went back between the snapshots (a restart, or DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR) "
                     "or the latch or spinlock equivalent); take both snapshots again with no clear between them")
-        rows.append(row)
+        rows.append((k, row))
     if "interval_s" not in settings:
         raise MalformedSnapshot(f"{where}: no interval_s setting (a row: setting,interval_s,,,,,,,SECONDS)")
     interval = settings["interval_s"]
     if interval <= 0:
         raise ZeroInterval(f"{where}: interval_s={interval:g}: the two snapshots must be some seconds apart "
                            "(the capture script waits @interval_s between them; use more than 0)")
-    frame = pd.DataFrame(rows, columns=["source", "name", *NUMBERS])
+    if not INTERVAL_S[0] <= interval <= INTERVAL_S[1]:
+        raise OutOfRange(f"{where}: setting interval_s={interval:g} is out of range: use {INTERVAL_S[0]:g} to "
+                         f"{INTERVAL_S[1]:,.0f} seconds between the two reads")
+    for k, row in rows:
+        _check_counts(where, k, row, interval)
+    frame = pd.DataFrame([row for _, row in rows], columns=["source", "name", *NUMBERS])
+    _check_consistent(where, frame, interval)
     return Snapshot(interval_s=float(interval), settings=settings, rows=frame)
+
+
+def _check_counts(where: str, line: int, row: dict[str, Any], interval_s: float) -> None:
+    """Each count and time of a row within what a server can do in the interval, or OutOfRange naming the cell."""
+    for column, per_s in MAX_PER_S.items():
+        value = row[column]
+        if value > per_s * interval_s:
+            raise OutOfRange(f"{where} line {line}: {row['source']} {row['name']} has {column}={value:g} in "
+                             f"{interval_s:g} s, more than {per_s:g} per second: use the difference of the two reads "
+                             "(a capture's counts are deltas over the interval)")
+    if row["max_time_ms"] > MAX_TIME_MS or row["max_time_ms"] < 0:
+        raise OutOfRange(f"{where} line {line}: {row['source']} {row['name']} has max_time_ms={row['max_time_ms']:g}:"
+                         f" use 0 to {MAX_TIME_MS:g} ms (the longest single wait since the counters were cleared)")
+
+
+def _check_consistent(where: str, frame: pd.DataFrame, interval_s: float) -> None:
+    """Rows that contradict each other, as InconsistentSnapshot naming them: the fit's shares would pass 100%."""
+    timed = frame[frame["source"].isin(["wait", "latch"])]
+    untimed = timed[(timed["count"].fillna(0) == 0) & (timed["time_ms"].fillna(0) > 0)]
+    if len(untimed):
+        row = untimed.iloc[0]
+        raise InconsistentSnapshot(f"{where}: {row['source']} {row['name']} has time_ms={row['time_ms']:g} but "
+                                   "count=0; waiting time comes from waits, so the count is missing or wrong")
+    waits = frame[frame["source"] == "wait"]
+    over = waits[waits["signal_time_ms"].fillna(0) > waits["time_ms"].fillna(0) + 0.001]
+    if len(over):
+        row = over.iloc[0]
+        raise InconsistentSnapshot(f"{where}: wait {row['name']} has signal_time_ms={row['signal_time_ms']:g} above "
+                                   f"its time_ms={row['time_ms']:g}; the signal wait is part of the wait")
+    cpu = frame[frame["source"] == "scheduler"]
+    busy = cpu[cpu["time_ms"].fillna(0) > CPU_SLACK * interval_s * 1000.0 + 1.0]
+    if len(busy):
+        row = busy.iloc[0]
+        raise InconsistentSnapshot(f"{where}: scheduler {row['name']} has time_ms={row['time_ms']:g} of CPU in an "
+                                   f"interval of {interval_s * 1000.0:g} ms; one scheduler cannot use more CPU than "
+                                   "the interval had (is interval_s the time between the two reads?)")
+    acquires = frame[frame["source"] == "xevent"].set_index("name")["count"]
+    latches = frame[frame["source"] == "latch"].set_index("name")["count"]
+    both = latches.index.intersection(acquires.index)
+    more = [name for name in both if latches[name] > acquires[name]]
+    if more:
+        name = more[0]
+        raise InconsistentSnapshot(f"{where}: latch {name} has count={latches[name]:g} waits but xevent {name} only "
+                                   f"{acquires[name]:g} acquires; every wait is an acquire, so the event session "
+                                   "lost events (capture again with the session's events kept)")
 
 
 def _number(where: str, line: int, column: str, cell: str) -> float:
@@ -265,9 +368,22 @@ def _setting(where: str, line: int, name: str, cell: str) -> Any:
         raise MalformedSnapshot(f"{where} line {line}: setting {name} has no value")
     if name == "interval_s":
         return value
-    if value < 0 or not value.is_integer():
-        raise MalformedSnapshot(f"{where} line {line}: setting {name}={cell!r} must be a whole number of at least 0")
+    low, high = setting_range(name)
+    if not value.is_integer() or not low <= value <= high:
+        raise OutOfRange(f"{where} line {line}: setting {name}={cell!r} is out of range: use a whole number from "
+                         f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
     return int(value)
+
+
+def setting_range(name: str) -> tuple[int, int]:
+    """The whole numbers a numeric setting may take: up to the most any scenario here runs (so no estimator or MVA
+    sees more), and max server memory up to SQL Server's own bound, which is also its default."""
+    if name == "max_server_memory_mb":
+        return 0, MAX_SERVER_MEMORY_MB
+    like = {"schedulers": ("schedulers",), "maxdop": ("maxdop",), "request_dop": ("maxdop",),
+            "sessions": ("sessions", "workers", "connections", "queries")}[name]
+    highs = [p.high for spec in models.scenarios().values() for p in spec.params if p.name in like]
+    return 0, int(max(highs))
 
 
 # ----------------------------------------------------------------------------- writing one from a model run
@@ -354,17 +470,23 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
     params = dict(params or {})
     spec = models.get_scenario(scenario)
     v = resolve(spec, params)
-    if not (isinstance(start_s, (int, float)) and math.isfinite(start_s) and start_s >= 0):
-        raise ParameterError(f"start_s={start_s!r} is out of range: use a number of seconds from 0")
-    if interval_s is not None and not (isinstance(interval_s, (int, float)) and 0 < interval_s <= 1e6):
-        raise ParameterError(f"interval_s={interval_s!r} is out of range: use a number of seconds above 0 "
-                             "and up to 1,000,000")
+    latest_s = MAX_SIM_MS / 1000.0  # the second read is a run cut off there
+    if isinstance(start_s, bool) or not (isinstance(start_s, (int, float)) and 0 <= start_s < latest_s):
+        raise ParameterError(f"start_s={shown(start_s)} is out of range: use a number of seconds from 0 to below "
+                             f"{latest_s:,.0f}")
+    low, high = INTERVAL_S
+    if interval_s is not None and (isinstance(interval_s, bool) or not isinstance(interval_s, (int, float))
+                                   or not low <= interval_s <= min(high, latest_s - start_s)):
+        raise ParameterError(f"interval_s={shown(interval_s)} is out of range: use a number of seconds from {low:g} "
+                             f"to {min(high, latest_s - start_s):,.0f} (a capture's interval, ending by "
+                             f"{latest_s:,.0f} s of simulated time)")
     end = _run_until(scenario, params, None if interval_s is None else (start_s + interval_s) * 1000.0)
     if interval_s is None:
         interval_s = end.elapsed_ms / 1000.0 - start_s
-        if interval_s <= 0:
-            raise ParameterError(f"start_s={start_s:g} is at or after the end of the run "
-                                 f"({end.elapsed_ms / 1000.0:g} s): start earlier or give interval_s")
+        if not low <= interval_s <= high:
+            raise ParameterError(f"start_s={start_s:g} leaves {max(interval_s, 0.0):g} s of a run that ends at "
+                                 f"{end.elapsed_ms / 1000.0:g} s, outside a capture's {low:g} to {high:,.0f} s: "
+                                 "give interval_s, or start earlier")
     second = pd.DataFrame(_dmv_rows(scenario, v, end, xevents), columns=["source", "name", *NUMBERS])
     if start_s > 0:
         first = pd.DataFrame(_dmv_rows(scenario, v, _run_until(scenario, params, start_s * 1000.0), xevents),

@@ -9,6 +9,7 @@ that the snapshot's own uncertainty gives it.
 
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import pandas as pd
 
 import models
 from models.fit import SPREAD, TARGET_VISITS, Fit, sized
-from models.params import ParameterError, resolve
+from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
 from models.snapshot import Snapshot
 
@@ -44,7 +45,13 @@ class Change:
     value: str  # what an optional =VALUE sets ("": the change takes none)
     sets: dict[str, Callable[[dict[str, Any], float | None], dict[str, Any]]]
     unless: Callable[[dict[str, Any]], str] | None = None  # why it does not apply to this fit ("" if it does)
-    whole: bool = True  # its value must be a whole number
+    param: str = ""  # the scenario parameter its =VALUE sets, whose catalogue entry checks the value
+
+    def value_param(self) -> Param | None:
+        """The catalogue entry that checks this change's value (None: the change takes no value)."""
+        if not self.param:
+            return None
+        return next(models.get_scenario(name).param(self.param) for name in self.sets)
 
 
 def _lower_maxdop(p: dict[str, Any], arg: float | None) -> dict[str, Any]:
@@ -60,29 +67,31 @@ def _move_co_tenant(p: dict[str, Any], arg: float | None) -> dict[str, Any]:
 CHANGES: dict[str, Change] = {c.name: c for c in (
     Change("lower-maxdop", "lower MAXDOP (to half)", "the new MAXDOP",
            {"parallel-insert": _lower_maxdop, "cci-insert": _lower_maxdop},
-           lambda p: "MAXDOP is 1 already" if p["maxdop"] <= 1 else ""),
+           lambda p: "MAXDOP is 1 already" if p["maxdop"] <= 1 else "", param="maxdop"),
     Change("unfair-latch", "trace flag 3933: the unfair latch", "",
            {"parallel-insert": lambda p, a: {"policy": "unfair"}},  # the flag reaches only nesting-transaction latches
            lambda p: "the latch is unfair already" if p.get("policy") == "unfair" else ""),
     Change("hash-key", "a hash-bucket leading key", "the buckets",
            {"last-page-insert": lambda p, a: {"key": "hash-bucket",
-                                              "buckets": int(a) if a is not None else p["schedulers"]}}),
+                                              "buckets": int(a) if a is not None else p["schedulers"]}},
+           param="buckets"),
     Change("guid-key", "a random GUID leading key", "",
            {"last-page-insert": lambda p, a: {"key": "guid"}}),
     Change("sequential-key", "OPTIMIZE_FOR_SEQUENTIAL_KEY", "",
            {"last-page-insert": lambda p, a: {"optimize_for_sequential_key": "on"}}),
     Change("batch", "10 rows per call (batching)", "the rows per call",
-           {"last-page-insert": lambda p, a: {"batch_rows": int(a) if a is not None else 10}}),
+           {"last-page-insert": lambda p, a: {"batch_rows": int(a) if a is not None else 10}}, param="batch_rows"),
     Change("versioning-off", "row versioning off (no RCSI or SI)", "",
            {"version-store": lambda p, a: {"versioning": "off"}}),
     Change("more-memory", "twice the max server memory", "the new max server memory (MB)",
            {"cci-insert": lambda p, a: {"max_server_memory_mb": int(a) if a is not None
-                                        else 2 * p["max_server_memory_mb"]}}),
+                                        else 2 * p["max_server_memory_mb"]}}, param="max_server_memory_mb"),
     Change("lower-grant", "REQUEST_MAX_MEMORY_GRANT_PERCENT = 10", "the percent",
-           {"cci-insert": lambda p, a: {"max_grant_percent": float(a) if a is not None else 10.0}}, whole=False),
+           {"cci-insert": lambda p, a: {"max_grant_percent": float(a) if a is not None else 10.0}},
+           param="max_grant_percent"),
     Change("move-co-tenant", "move the co-tenant off the insert", "its new scheduler (-1: none)",
            {"parallel-insert": _move_co_tenant},
-           lambda p: "no co-tenant was found" if p["busy_scheduler"] < 0 else ""),
+           lambda p: "no co-tenant was found" if p["busy_scheduler"] < 0 else "", param="busy_scheduler"),
     Change("lock-pages", "lock pages in memory", "",
            {"cci-decommit": lambda p, a: {"lpim": "on"}}),
 )}
@@ -129,7 +138,9 @@ class Prediction:
     @property
     def ratio(self) -> float:
         """Predicted throughput over the fitted model's now."""
-        return self.throughput.estimate / self.now_throughput.estimate if self.applies else math.nan
+        if not self.applies or self.now_throughput.estimate <= 0:
+            return math.nan
+        return self.throughput.estimate / self.now_throughput.estimate
 
 
 def metrics(scenario: str, r: Result) -> tuple[float, float]:
@@ -185,27 +196,29 @@ def _param_sets(fit: Fit, extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def parse_change(text: str) -> tuple[str, float | None]:
-    """``name`` or ``name=value`` as (name, value), or a ParameterError listing the changes."""
-    name, sep, value = text.partition("=")
+    """``name`` or ``name=value`` as (name, value), the value checked by the parameter it sets; else a ParameterError."""
+    name, sep, value = str(text).partition("=")
     if name not in CHANGES:
-        raise ParameterError(f"change {name!r} is unknown: use one of {', '.join(CHANGES)}")
+        close = difflib.get_close_matches(name, list(CHANGES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParameterError(f"change {shown(name)} is unknown: use one of {', '.join(CHANGES)}{hint}")
     if not sep:
         return name, None
-    if not CHANGES[name].value:
+    entry = CHANGES[name].value_param()
+    if entry is None:
         raise ParameterError(f"change {name!r} takes no value: write it alone")
     try:
-        number = float(value)
-    except ValueError:
-        raise ParameterError(f"{name}={value!r} is not a number: give {CHANGES[name].value}") from None
-    if CHANGES[name].whole and not (math.isfinite(number) and number.is_integer()):
-        raise ParameterError(f"{name}={value!r} is not a whole number: give {CHANGES[name].value} as an integer")
-    return name, number
+        return name, entry.check(value)
+    except ParameterError as err:
+        raise ParameterError(f"{name}: {err} ({CHANGES[name].value})") from None
 
 
 def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range, Range] | None = None) -> Prediction:
     """The fitted model with ``change`` (and its optional value) beside the model as fitted."""
     name, given = parse_change(change)
-    c, value = CHANGES[name], given if given is not None else value
+    if given is None and value is not None:  # a value passed apart from the change's name gets the same check
+        given = parse_change(f"{name}={value}")[1]
+    c, value = CHANGES[name], given
     unit, wait = UNITS.get(fit.scenario or "", ""), WAIT_TYPES.get(fit.scenario or "", "")
     if fit.scenario is None:
         return Prediction(c.name, c.what, {}, unit, wait, None, None, None, None, "no model was fitted")
@@ -258,7 +271,7 @@ def _row(change: str, what: str, throughput: Range | None, wait: Range | None, n
             "throughput": throughput.estimate if throughput else nan,
             "throughput_low": throughput.low if throughput else nan,
             "throughput_high": throughput.high if throughput else nan,
-            "vs_now": throughput.estimate / now.estimate if throughput and now else nan,
+            "vs_now": throughput.estimate / now.estimate if throughput and now and now.estimate > 0 else nan,
             "wait_ms_per_s": wait.estimate if wait else nan, "wait_low": wait.low if wait else nan,
             "wait_high": wait.high if wait else nan, "unit": unit, "note": note}
 

@@ -136,7 +136,7 @@ def test_a_repeated_parameter_is_refused_by_name(capsys):
 def test_a_value_that_is_not_a_number_says_so(capsys):
     cases = [
         (("convoy", "trace_events=abc"), "error: trace_events='abc' is not an integer: use an integer from 0 to 2,000,000"),
-        (("closed-latch", "workers=1.5"), "error: workers='1.5' is not an integer: use an integer from 1 to 1,024"),
+        (("closed-latch", "workers=1.5"), "error: workers=1.5 is not an integer: use an integer from 1 to 1,024"),
         (("convoy", "hold_ms=abc"), "error: hold_ms='abc' is not a number: use a number from 0.0001 to 1,000 ms"),
         (("convoy", "max_sim_ms=x"), "error: max_sim_ms='x' is not a number: use a number above 0 and up to "
                                      "1,000,000,000 ms"),

@@ -63,7 +63,7 @@ PARAMS = (
           help="a worker's CPU per row read and compressed into a rowgroup"),
     Param("delta_us_per_row", "float", 4.0, "us", 0.0, 10_000.0,
           help="a worker's CPU per row read and written to a delta store"),
-) + scheduling_params(schedulers=8)
+) + scheduling_params(schedulers=8, draws=False)
 
 
 def query_memory_mb(v: dict[str, Any]) -> float:

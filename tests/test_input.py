@@ -1,0 +1,406 @@
+"""Everything a user types or uploads ends in a result or a one-line named error: no hang, no traceback.
+
+Parameters and run options (Python and numpy numbers, text, bools, overflow), snapshot files at the door
+(settings and counts range-checked, size and row caps, rows that contradict each other), fits and what-ifs
+that fail by name, estimates held at a bound that say so, and the command line under Ctrl-C and a closed or
+full stdout.  A seeded value-level fuzz of snapshot files holds all of it together.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import models
+from models import cli
+from models import fit as fitting
+from models import whatif
+from models.analysis import your_server
+from models.params import RUN_OPTIONS, Param, ParameterError
+from models.snapshot import (
+    MAX_FILE_BYTES, MAX_ROWS, InconsistentSnapshot, OutOfRange, SnapshotTooLarge, from_model, parse, read,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = (ROOT / "book" / "data" / "example_snapshot.csv").read_text()
+
+
+def _with_setting(text: str, name: str, value: str) -> str:
+    """``text`` with the setting ``name`` given ``value`` (its row replaced, or added after the header)."""
+    row = f"setting,{name},,,,,,,{value}"
+    lines = text.splitlines()
+    k = next((i for i, line in enumerate(lines) if line.startswith(f"setting,{name},")), None)
+    if k is None:
+        k = next(i for i, line in enumerate(lines) if line.startswith("source,")) + 1
+        lines.insert(k, row)
+    lines[k] = row
+    return "\n".join(lines) + "\n"
+
+
+def _with_row(text: str, startswith: str, row: str) -> str:
+    """``text`` with the first row starting ``startswith`` replaced by ``row``."""
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith(startswith))
+    lines[k] = row
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- parameters and run options
+
+
+INT = Param("workers", "int", 8, "", 1, 1024)
+FLOAT = Param("hold_ms", "float", 2.0, "ms", 0.0001, 1000.0)
+
+
+@pytest.mark.parametrize("value", [8, np.int64(8), np.int32(8), np.uint16(8), 8.0, np.float32(8), np.float64(8),
+                                   "8", " 8 ", "8.0", "8e0", Fraction(8)])
+def test_every_kind_of_number_in_range_is_taken_alike(value):
+    assert INT.check(value) == 8 and type(INT.check(value)) is int
+    assert FLOAT.check(value) == 8.0 and type(FLOAT.check(value)) is float
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), None, [8], {"x": 8}, "eight", "", b"8"])
+def test_what_is_no_number_is_refused_by_name(value):
+    for param in (INT, FLOAT):
+        with pytest.raises(ParameterError, match=rf"^{param.name}=.* is not (an integer|a number): use "):
+            param.check(value)
+
+
+@pytest.mark.parametrize("value", [10**400, -10**400, "1" * 401, "9" * 5000, float("inf"), float("nan"), "nan",
+                                   "-inf", 1e308, Fraction(10**400), 0, -1, 1025, "1e400"])
+def test_a_number_out_of_range_or_too_large_for_a_float_is_the_range_error(value):
+    with pytest.raises(ParameterError) as err:
+        INT.check(value)
+    message = str(err.value)
+    assert message.startswith("workers=") and "use an integer from 1 to 1,024" in message
+    assert len(message) < 200  # a 401-digit value is cut, its length said
+
+
+def test_a_whole_float_is_an_integer_and_a_fraction_is_not():
+    assert INT.check("1e3") == 1000 and INT.check(np.float64(1000.0)) == 1000
+    with pytest.raises(ParameterError, match=r"^workers=1.5 is not an integer"):
+        INT.check("1.5")
+    with pytest.raises(ParameterError, match=r"^workers=np.float64\(1.5\) is not an integer"):
+        INT.check(np.float64(1.5))
+
+
+def test_choices_suggest_the_closest():
+    policy = models.get_scenario("convoy").param("policy")
+    with pytest.raises(ParameterError, match=r"policy='Fair' is not allowed: .*did you mean 'fair'\?"):
+        policy.check("Fair")
+    with pytest.raises(ParameterError, match=r"policy=3 is not allowed"):
+        policy.check(3)
+
+
+def test_run_options_take_numpy_numbers_and_text_like_parameters():
+    with pytest.warns(UserWarning, match="truncated"):
+        result = models.run("convoy", requests=200, max_events=np.int64(50), max_sim_ms=np.float32(100))
+    assert result.truncated
+    same = models.run("convoy", requests=200, max_sim_ms="1e5", trace_events=np.int32(10))
+    assert same.elapsed_ms > 0 and len(same.trace) <= 10
+    for name in ("trace_events", "record_acquires", "max_events", "max_sim_ms"):
+        for bad in (True, np.bool_(False), -1, "x", 10**400, float("nan")):
+            with pytest.raises(ParameterError, match=rf"^{name}="):
+                models.run("convoy", requests=10, **{name: bad})
+
+
+def test_the_scenario_and_progress_are_checked_by_name():
+    for bad in (["convoy"], None, 3, "convoi"):
+        with pytest.raises(ParameterError, match=r"^scenario=.* is unknown"):
+            models.run(bad)
+    with pytest.raises(ParameterError, match=r"^progress='x' is not allowed"):
+        models.run("convoy", requests=10, progress="x")
+
+
+def test_the_command_line_and_models_run_share_one_check(capsys):
+    for name, value in (("hold_ms", "-3"), ("requests", "1" * 401), ("max_sim_ms", "0"), ("policy", "Fair")):
+        with pytest.raises(ParameterError) as direct:
+            models.run("convoy", **{name: value})
+        assert cli.main(["run", "convoy", f"{name}={value}"]) == 2
+        assert capsys.readouterr().err == f"error: {direct.value}\n"
+    assert {o.name for o in RUN_OPTIONS} == {"trace_events", "record_acquires", "max_events", "max_sim_ms"}
+
+
+def test_a_workload_that_draws_nothing_says_its_seed_changes_nothing():
+    seed = models.get_scenario("cci-insert").param("seed")
+    assert "draws nothing at random" in seed.help
+    one, two = models.run("cci-insert", seed=1), models.run("cci-insert", seed=2)
+    assert one.queries.equals(two.queries)
+    assert "random generator" in models.get_scenario("convoy").param("seed").help
+
+
+# ----------------------------------------------------------------------------- snapshot files at the door
+
+
+@pytest.mark.parametrize(("name", "value", "allowed"), [
+    ("sessions", "1000000000", "0 to 4,096"), ("schedulers", "1e30", "0 to 256"), ("maxdop", "65", "0 to 64"),
+    ("request_dop", "-1", "0 to 64"), ("sessions", "2.5", "0 to 4,096"),
+    ("max_server_memory_mb", "1e12", "0 to 2,147,483,647"),
+])
+def test_a_setting_out_of_range_is_refused_when_read(name, value, allowed):
+    with pytest.raises(OutOfRange, match=rf"setting {name}='{value}' is out of range: use a whole number from "
+                                         rf"{allowed}"):
+        parse(_with_setting(EXAMPLE, name, value))
+
+
+@pytest.mark.parametrize("value", ["1e-9", "0.0009", "86401", "1e308"])
+def test_an_interval_out_of_range_is_refused_when_read(value):
+    with pytest.raises(OutOfRange, match=r"setting interval_s=.* is out of range: use 0.001 to 86,400 seconds"):
+        parse(_with_setting(EXAMPLE, "interval_s", value))
+
+
+def test_a_count_beyond_any_server_is_refused_naming_its_cell():
+    row = next(line for line in EXAMPLE.splitlines() if line.startswith("wait,PAGELATCH_EX,"))
+    fields = row.split(",")
+    for column, k in (("count", 2), ("time_ms", 3), ("max_time_ms", 4)):
+        changed = list(fields)
+        changed[k] = "1e30"
+        with pytest.raises(OutOfRange, match=rf"wait PAGELATCH_EX has {column}=1e\+30"):
+            parse(_with_row(EXAMPLE, "wait,PAGELATCH_EX,", ",".join(changed)))
+
+
+def test_rows_that_contradict_each_other_are_named():
+    cases = {
+        "signal above wait": ("wait,PAGELATCH_EX,", "wait,PAGELATCH_EX,10,5,1,6,,,", "signal_time_ms=6 above"),
+        "time without waits": ("wait,PAGELATCH_EX,", "wait,PAGELATCH_EX,0,5,1,0,,,", "time_ms=5 but count=0"),
+        "more CPU than the interval": ("scheduler,0,", "scheduler,0,10,6000,,,,,", "more CPU than the interval"),
+    }
+    for startswith, row, message in cases.values():
+        with pytest.raises(InconsistentSnapshot, match=message):
+            parse(_with_row(EXAMPLE, startswith, row))
+    good = from_model("closed-latch", {}).to_csv()
+    with pytest.raises(InconsistentSnapshot, match="lost events"):
+        parse(_with_row(good, "xevent,CLOSED_LATCH,", "xevent,CLOSED_LATCH,3,,,,,,"))
+
+
+def test_files_past_the_caps_are_refused_before_they_are_parsed(tmp_path):
+    big = tmp_path / "big.csv"
+    with big.open("w") as out:
+        out.write(EXAMPLE)
+        line = "scheduler,99,1,1,,,,,\n"
+        out.write(line * (MAX_FILE_BYTES // len(line) + 1))
+    start = time.perf_counter()
+    with pytest.raises(SnapshotTooLarge, match="bytes, above the 33,554,432-byte cap"):
+        read(big)
+    with pytest.raises(SnapshotTooLarge):
+        your_server.load(big.read_bytes())
+    rows = EXAMPLE + "".join(f"scheduler,{k},1,1,,,,,\n" for k in range(100, 100 + MAX_ROWS))
+    with pytest.raises(SnapshotTooLarge, match="more than 200,000 rows"):
+        parse(rows)
+    assert time.perf_counter() - start < 20
+
+
+# ----------------------------------------------------------------------------- fits and what-ifs fail by name
+
+
+def test_waits_that_sessions_could_not_have_waited_are_named():
+    good = from_model("closed-latch", {"workers": 16, "acquires": 40_000}).to_csv()
+    row = next(line for line in good.splitlines() if line.startswith("latch,CLOSED_LATCH,"))
+    fields = row.split(",")
+    fields[3] = "1000000"
+    with pytest.raises(fitting.FitError, match=r"16 sessions can wait at most"):
+        fitting.fit(parse(_with_row(good, "latch,CLOSED_LATCH,", ",".join(fields))))
+
+
+def test_a_setting_the_model_cannot_run_is_named_with_its_source():
+    good = from_model("closed-latch", {"workers": 16, "acquires": 40_000}).to_csv()
+    with pytest.raises(fitting.FitError, match=r"the capture's sessions setting gives workers=2000, which the "
+                                               r"closed-latch model cannot run"):
+        fitting.fit(parse(_with_setting(good, "sessions", "2000")))
+
+
+def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
+    point = fitting.Point(fitted={"hold_ms": (2500.0, "ms", "from the rates"), "think_ms": (1.0, "ms", "rest")},
+                          settings={"workers": (8, "the capture's sessions setting")}, assumed={}, rate_per_s=100.0)
+    values, clipped = fitting._estimates("closed-latch", point)
+    limit = models.get_scenario("closed-latch").param("hold_ms").high
+    assert values["hold_ms"] == limit and clipped == {"hold_ms": "high"}
+    snap = from_model("closed-latch", {"workers": 4, "hold_ms": 0.3, "think_ms": 0.5, "acquires": 4_000})
+    original = fitting.ESTIMATORS["closed-latch"]
+
+    def too_long(s):
+        found = original(s)
+        found.fitted["hold_ms"] = (2500.0,) + found.fitted["hold_ms"][1:]
+        return found
+
+    fitting.ESTIMATORS["closed-latch"] = too_long
+    try:
+        fit = fitting.fit(snap, replicates=0)
+    finally:
+        fitting.ESTIMATORS["closed-latch"] = original
+    assert fit.params["hold_ms"].clipped == "high" and fit.params["hold_ms"].estimate == limit
+    assert json.loads(fit.to_json())["params"]["hold_ms"]["clipped"] == "high"
+    assert json.loads(fit.to_json())["params"]["think_ms"]["clipped"] is None
+    text = cli.fit_text(fit)
+    line = next(ln for ln in text.splitlines() if ln.split()[:1] == ["hold_ms"])
+    assert "fitted, CLIPPED" in line and "the relation gives 2,500 ms" in line
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("lower-maxdop=-3", r"lower-maxdop: maxdop=-3 is out of range: use an integer from 1 to 64"),
+    ("batch=0", r"batch: batch_rows=0 is out of range"), ("hash-key=1.5", r"hash-key: buckets=1.5 is not an integer"),
+    ("lower-grant=nan", r"lower-grant: max_grant_percent=nan is out of range"),
+    ("lower-maxdp", r"change 'lower-maxdp' is unknown: .*did you mean 'lower-maxdop'\?"),
+    ("guid-key=3", r"change 'guid-key' takes no value"),
+])
+def test_a_bad_change_is_refused_before_it_is_found_not_to_apply(change, message):
+    with pytest.raises(ParameterError, match=message):
+        whatif.parse_change(change)
+    done = subprocess.run([sys.executable, "-m", "models", "whatif", str(ROOT / "book/data/example_snapshot.csv"),
+                           change], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------- the command line's ends
+
+
+def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(models, "run", interrupted)
+    assert cli.main(["run", "convoy", "requests=10"]) == 130
+    assert capsys.readouterr().err == "error: interrupted (Ctrl-C); nothing more was written\n"
+
+
+def test_ctrl_c_in_a_real_process_is_one_line_and_exit_130():
+    program = ("import time, models, models.cli as c\n"
+               "def slow(*a, **k):\n    print('running', flush=True); time.sleep(30)\n"
+               "models.run = slow\nraise SystemExit(c.main(['run', 'convoy']))\n")
+    proc = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline() == "running\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err == "error: interrupted (Ctrl-C); nothing more was written\n"
+
+
+def test_a_full_stdout_is_one_line_and_non_zero():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "models", "list", "--json"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr == "error: standard output: No space left on device\n"
+
+
+def test_a_pipe_closed_early_is_one_line_and_non_zero():
+    proc = subprocess.Popen([sys.executable, "-m", "models", "run", "convoy", "requests=20000",
+                             "record_acquires=20000", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("error: standard output was closed")
+
+
+# ----------------------------------------------------------------------------- round trips and fuzz
+
+
+ROUND_TRIP_RUNS = [("convoy", {"requests": 2_000}, {}), ("closed-latch", {"acquires": 4_000}, {}),
+                   ("parallel-insert", {"rows": 20_000}, {}), ("last-page-insert", {"inserts_per_session": 20}, {}),
+                   ("version-store", {"window_ms": 50.0}, {"start_s": 0.01}), ("cci-insert", {}, {}),
+                   ("cci-decommit", {"rowgroups": 1, "sessions": 8, "schedulers": 8}, {})]
+
+
+@pytest.mark.parametrize(("scenario", "params", "window"), ROUND_TRIP_RUNS, ids=[r[0] for r in ROUND_TRIP_RUNS])
+def test_parse_of_to_csv_of_a_model_snapshot_is_the_same_snapshot(scenario, params, window):
+    snap = from_model(scenario, params, **window)
+    again = parse(snap.to_csv())
+    assert again.settings == snap.settings and again.interval_s == snap.interval_s
+    assert again.to_csv() == snap.to_csv()
+
+
+FUZZ_VALUES = ["0", "-1", "1e-9", "1e30", "1e308", "nan", "inf", "1" * 30, "0.5", "3", "1e6", "7", "100000", "2",
+               "1e-3", "4096", "86400"]
+FUZZ_FILES = 40
+FUZZ_SECONDS = 20
+
+
+def _mutated(text: str, rng: random.Random) -> str:
+    """``text`` with 1 to 3 numeric cells (counts, times, numeric settings) replaced by edge values."""
+    rows = list(csv.reader(io.StringIO(text.split("\n", 1)[1] if text.startswith("#") else text)))
+    rows = [r for r in rows if r and not r[0].startswith("#")]
+    cells = [(i, j) for i, r in enumerate(rows[1:], 1) for j in range(2, 9)
+             if (r[0] != "setting" and j < 8 and r[j] != "") or (r[0] == "setting" and j == 8 and r[1] != "version")]
+    for _ in range(rng.randint(1, 3)):
+        i, j = rng.choice(cells)
+        rows[i][j] = rng.choice(FUZZ_VALUES)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
+def test_value_fuzz_of_snapshots_ends_in_a_result_or_a_named_error():
+    """Every mutated file gives a fit (and what-if table) or a named error, each within FUZZ_SECONDS; no error is
+    the estimators' catch-all, which would mean a failure no check names."""
+    bases = [EXAMPLE] + [from_model(s, p, **w).to_csv() for s, p, w in ROUND_TRIP_RUNS[:3]]
+    rng = random.Random(20261125)
+    outcomes = {"result": 0, "named": 0}
+    for k in range(FUZZ_FILES):
+        text = _mutated(bases[k % len(bases)], rng)
+        start = time.perf_counter()
+        try:
+            snap = parse(text)
+            fit = fitting.fit(snap)
+            if fit.scenario:
+                whatif.table(fit, snap)
+            outcomes["result"] += 1
+        except ParameterError as err:
+            assert "relations fail" not in str(err), text
+            outcomes["named"] += 1
+        assert time.perf_counter() - start < FUZZ_SECONDS, text
+    assert outcomes["result"] > 0 and outcomes["named"] > 0, outcomes
+
+
+def test_the_upload_panel_names_each_door_error_without_a_traceback():
+    from models.widgets import SnapshotPanel
+
+    panel = SnapshotPanel(your_server.EXAMPLE)
+    uploads = {
+        "sessions.csv": (_with_setting(EXAMPLE, "sessions", "1000000000").encode(), "out of range"),
+        "interval.csv": (_with_setting(EXAMPLE, "interval_s", "1e-9").encode(), "out of range"),
+        "big.csv": (b"x" * (MAX_FILE_BYTES + 1), "snapshot too large"),
+        "binary.csv": (bytes(range(256)) * 4, "malformed snapshot"),
+    }
+    for name, (content, kind) in uploads.items():
+        panel._on_upload({"new": [{"name": name, "content": memoryview(content)}]})
+        assert f"{name}: {kind}: " in panel.status.value, panel.status.value
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--interval-s", "1e-7", "interval_s=1e-07 is out of range: use a number of seconds from 0.001"),
+    ("--interval-s", "nan", "interval_s=nan is out of range"), ("--start-s", "1e300", "start_s=1e+300 is out of range"),
+    ("--start-s", "-1", "start_s=-1.0 is out of range"),
+])
+def test_a_model_snapshot_window_a_capture_could_not_have_is_refused(flag, value, message, capsys):
+    assert cli.main(["snapshot", "convoy", "requests=100", flag, value]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"error: {message}") and captured.err.count("\n") == 1
+
+
+def test_ctrl_c_during_a_sweep_is_one_line_130_and_leaves_the_stored_table():
+    """The whole process group gets Ctrl-C (as a terminal sends it): workers stop, the table stays as it was."""
+    import hashlib
+    import os
+
+    stored = ROOT / "book" / "data" / "hot_page.csv"
+    before = hashlib.sha256(stored.read_bytes()).hexdigest()
+    proc = subprocess.Popen([sys.executable, "-m", "models", "sweep", "hot_page", "--jobs", "2"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and out == ""
+    assert "Traceback" not in err and err.splitlines()[-1] == "error: interrupted (Ctrl-C); nothing more was written"
+    assert hashlib.sha256(stored.read_bytes()).hexdigest() == before
