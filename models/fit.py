@@ -307,7 +307,7 @@ def _handoff(fitted: dict, assumed: dict, obs: LatchObs, scenario: str, shared: 
         assumed["wakeup_us"] = SHARED_HANDOFF
         return
     switch = models.get_scenario(scenario).param("context_switch_us").default
-    fitted["wakeup_us"] = (max(obs.handoff_us - switch, 0.0), "us",
+    fitted["wakeup_us"] = (obs.handoff_us - switch, "us",
                            f"signal wait per wait {obs.handoff_us:.1f} us ({obs.waits:,.0f} waits) is the hand-off: "
                            f"the wake-up plus the {switch:g} us switch to the waiter")
     assumed["context_switch_us"] = ("how the hand-off splits into the wake-up and the switch to the waiter",
@@ -375,7 +375,7 @@ def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: fl
     if owned(high) < p_wait or owned(low) >= p_wait:
         # Saturated: even the bound leaves requests waiting, or the hand-offs alone keep the latch owned as often
         # as requests found it so. The latch is then owned all the time, and the bound is the hold.
-        return high, max(cycle_us - wait_us - high, 0.0)
+        return high, cycle_us - wait_us - high
     for _ in range(100):
         mid = 0.5 * (low + high)
         if owned(mid) < p_wait:
@@ -383,7 +383,7 @@ def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: fl
         else:
             high = mid
     hold = 0.5 * (low + high)
-    return hold, max(cycle_us - wait_us - hold, 0.0)
+    return hold, cycle_us - wait_us - hold
 
 
 def repairman_service(customers: int, cycle_us: float, response_us: float) -> tuple[float, float]:
@@ -465,7 +465,7 @@ def est_convoy(snap: Snapshot) -> Point:
     obs = _latch_obs(snap, cls, "LATCH")
     lam, rate_how = _visit_rate(snap, cls, obs, counter=BATCHES)
     p = _waited_share(obs.waits, lam * snap.interval_s, f"latch {cls}", rate_how)
-    hold_us = max(p / lam * 1e6 - obs.handoff_us * p, 1e-3)
+    hold_us = p / lam * 1e6 - obs.handoff_us * p
     mean_wait_us = obs.wait_us / (lam * snap.interval_s)
     s = hold_us + obs.handoff_us * p
     rho = min(lam * s / 1e6, 0.999)
@@ -474,8 +474,10 @@ def est_convoy(snap: Snapshot) -> Point:
     dist = "exponential" if cv2 > 0.5 else "fixed"
     schedulers, sched_how = _schedulers(snap)
     settings = {"schedulers": (schedulers, sched_how), "hold_dist": (dist, f"the mean wait {mean_wait_us:,.0f} us "
-                f"per request at utilisation {rho:.2f} puts the hold's squared coefficient of variation near "
-                f"{cv2:.1f} (0: fixed, 1: exponential)")}
+                f"per request at utilisation {rho:.2f} puts the hold's squared coefficient of variation "
+                + (f"near {cv2:.1f} (0: fixed, 1: exponential)" if cv2 >= -0.05 else
+                   f"at {cv2:.1f}, below a fixed hold's 0: the waits are shorter than Pollaczek-Khinchine gives for "
+                   "Poisson arrivals, so the arrivals are smoother than Poisson; the nearest hold, fixed, is used"))}
     fitted = {"arrival_rate_per_s": (lam, "req/s", rate_how + " over the interval"),
               "hold_ms": (hold_us / 1000.0, "ms", f"{p:.1%} of requests waited, so the latch was owned that share "
                           "of the time (Poisson arrivals see time averages); owned time per request less the "
@@ -595,7 +597,7 @@ def est_parallel_insert(snap: Snapshot) -> Point:
         cpu = sched.set_index(sched["name"].astype(int))["time_ms"].fillna(0.0)
         workers = cpu[(cpu.index != busy) & (cpu > 0)]
         co_tenant = max(float(cpu.get(busy, 0.0)) - float(workers.median()) if len(workers) else 0.0, 0.0)
-        think = max((float(cpu.sum()) - co_tenant) * 1000.0 / (x * snap.interval_s) - d["hold_us"], 0.0)
+        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (x * snap.interval_s) - d["hold_us"]
         rate_how += (f"; {float(cpu.sum()):,.0f} ms of scheduler CPU less the co-tenant's {co_tenant:,.0f} ms, "
                      f"less the {d['hold_us']:g} us hold assumed")
         assumed["hold_us"] = ("hand-offs to the worker that shares a scheduler with the co-tenant wait out its "
@@ -607,7 +609,7 @@ def est_parallel_insert(snap: Snapshot) -> Point:
         fitted["hold_us"] = (hold, "us", how)
         if not unfair:  # an unfair latch hands nothing off: its few waits say nothing of a hand-off
             _handoff(fitted, assumed, obs, "parallel-insert")
-    cpu_row = max(think - d["cpu_per_log_record_us"], 0.0) / per_record
+    cpu_row = (think - d["cpu_per_log_record_us"]) / per_record
     fitted["cpu_per_row_us"] = (cpu_row, "us", f"the {think:,.1f} us between log records ({rate_how}, Little's "
                                 f"law) less {d['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
                                 "rows per record")
@@ -653,8 +655,8 @@ def est_version_store(snap: Snapshot) -> Point:
         assumed["row_bytes"] = ("the version size", "the Version Generation rate (KB/s) counter and Transactions/sec")
     chunks = vs.chunks(row_bytes)
     obs, x, rate_how, hold, think, how = _closed_latch_core(snap, cls, connections, (TRANSACTIONS, chunks))
-    hold_us = max(hold - d["new_page_us"] * float(vs.page_rate(row_bytes)) / chunks, 0.01)
-    cpu = max(think * chunks, 1.0)
+    hold_us = hold - d["new_page_us"] * float(vs.page_rate(row_bytes)) / chunks
+    cpu = think * chunks
     fitted = {"hold_us": (hold_us, "us", how + f", less the new pages' share ({d['new_page_us']:g} us per page)"),
               "cpu_per_update_us": (cpu, "us", f"think time per append times {chunks} append(s) per update")}
     schedulers, sched_how = _schedulers(snap)
@@ -690,10 +692,10 @@ def est_last_page(snap: Snapshot) -> Point:
     p, wait = ex / rows, wait_us / rows
     hold, think_all = closed_repairman(sessions, sessions / x * 1e6, wait, p, obs.handoff_us)
     per_page = lpi.rows_per_page(d["row_bytes"])
-    under = max(hold - d["new_page_us"] / per_page, 0.01)
+    under = hold - d["new_page_us"] / per_page
     cpu_row = _cpu_ms(snap) * 1000.0 / rows
-    before = max(cpu_row - hold - d["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p), 0.0)
-    think = max(sessions / x * 1e6 - wait - cpu_row, 0.0)
+    before = cpu_row - hold - d["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
+    think = sessions / x * 1e6 - wait - cpu_row
     how = (f"{sessions} sessions at {x:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us")
@@ -942,7 +944,7 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
             sd = float(np.std(refits, ddof=1))
             half = SPREAD * sd * scale
             bias = float(refits.mean()) - est
-            if abs(bias) > SPREAD * sd / math.sqrt(len(reps)):
+            if abs(bias) > SPREAD * sd / math.sqrt(len(reps)) and pname not in clipped:
                 # The relation misses part of the mechanism: the model fitted back from its own snapshots comes
                 # out off by ``bias`` on average, so the estimate is moved back by as much (a bootstrap bias
                 # correction) and the range widened by the uncertainty of that mean.
@@ -951,7 +953,7 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
                 half = SPREAD * math.hypot(sd * scale, sd / math.sqrt(len(reps)))
                 how += (f"; moved by {-bias:+,.3g} {unit}: the fitted model's own snapshots fit back "
                         f"{bias:+,.3g} {unit} off on average")
-                if est != corrected and pname not in clipped:
+                if est != corrected:
                     clipped[pname] = "low" if corrected < p.low else "high"
                     how += _clip_text(corrected, clipped[pname], p, unit)
             low, high = est - half, est + half

@@ -404,3 +404,16 @@ def test_ctrl_c_during_a_sweep_is_one_line_130_and_leaves_the_stored_table():
     assert proc.returncode == 130 and out == ""
     assert "Traceback" not in err and err.splitlines()[-1] == "error: interrupted (Ctrl-C); nothing more was written"
     assert hashlib.sha256(stored.read_bytes()).hexdigest() == before
+
+
+def test_a_relation_that_goes_below_a_floor_is_reported_clipped_not_floored():
+    """A signal wait per wait below the assumed switch gives a negative wake-up: held at 0, and said so."""
+    snap = from_model("parallel-insert", {"maxdop": 16, "hold_us": 6.0}, start_s=0.02, interval_s=0.1)
+    waits = snap.get("wait", "LATCH_EX")
+    text = _with_row(snap.to_csv(), "wait,LATCH_EX,", f"wait,LATCH_EX,{waits:.0f},"
+                     f"{snap.get('wait', 'LATCH_EX', 'time_ms')},{snap.get('wait', 'LATCH_EX', 'max_time_ms')},"
+                     f"{0.3 * waits / 1000.0:.3f},,,")
+    fit = fitting.fit(parse(text), replicates=2)
+    wakeup = fit.params["wakeup_us"]
+    assert (wakeup.estimate, wakeup.clipped) == (0.0, "low")
+    assert "the relation gives -1.7 us" in wakeup.how
