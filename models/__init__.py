@@ -14,7 +14,7 @@ import warnings
 from typing import Any, Callable
 
 from models.engine import simulate
-from models.params import MAX_SIM_MS, Param, ParameterError, Scenario, check_run_options, resolve
+from models.params import MAX_SIM_MS, Param, ParameterError, Scenario, check_run_options, resolve, shown
 from models.result import Result, build
 from models.scenarios import CATALOGUE
 
@@ -49,7 +49,7 @@ def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_e
     spec = get_scenario(scenario)
     values = resolve(spec, params)
     if progress is not None and not callable(progress):
-        raise ParameterError(f"progress={progress!r} is not allowed: use a function of the fraction done, or None")
+        raise ParameterError(f"progress={shown(progress)} is not allowed: use a function of the fraction done, or None")
     options = check_run_options({"trace_events": trace_events, "record_acquires": record_acquires,
                                  "max_events": max_events, "max_sim_ms": max_sim_ms})
     workload = spec.build(values)

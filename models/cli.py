@@ -343,9 +343,17 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) 
     print(whatif_text(table), end="")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a failed write of help or usage is raised, not dropped (a full disk)."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
 def _parser() -> argparse.ArgumentParser:
     """The parser of the three commands; ``run --help`` lists the run options and the scenarios."""
-    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m models", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="list scenarios, their parameters and the run options")
     p_list.add_argument("--json", action="store_true", help="the scenarios and their parameters as JSON")
@@ -406,8 +414,15 @@ def main(argv: list[str] | None = None) -> int:
     Bad input is one ``error:`` line and exit 2; Ctrl-C one line and 130 (the shell's code for SIGINT);
     a pipe closed early one line and 141 (SIGPIPE's); any other failed read or write one line and 1.
     """
+    if sys.stdout is None:  # started with stdout closed (>&-): nothing could be printed
+        print("error: standard output is closed: nothing can be printed", file=sys.stderr)
+        return 1
     try:
-        args = _parser().parse_args(argv)
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as done:  # --help and argparse's own usage errors: still flushed, so a full disk shows
+            sys.stdout.flush()
+            return done.code if isinstance(done.code, int) else 2
         _command(args)
         sys.stdout.flush()  # a full disk shows here, not in the interpreter's last flush
     except ParameterError as err:

@@ -23,15 +23,16 @@ import numpy as np
 import models
 from models.analytic import mva_repairman
 from models.calibration import CONTEXT_SWITCH_US
-from models.params import ParameterError
+from models.params import ParameterError, shown
 from models.scenarios import cci_insert as cci
 from models.scenarios import last_page_insert as lpi
 from models.scenarios import parallel_insert as pin
 from models.scenarios import version_store as vs
 from models.stored import FITTED, significant
-from models.snapshot import BATCHES, LATCH_SPINS, TRANSACTIONS, VERSION_KB, Snapshot, from_model
+from models.snapshot import BATCHES, INTERVAL_S, LATCH_SPINS, TRANSACTIONS, VERSION_KB, Snapshot, from_model
 
 REPLICATES = 6          # fitted-model snapshots whose refits give each estimate's spread
+MIN_REPLICATES = 2      # the fewest that give a spread (one refit has no standard deviation)
 MIN_WAIT_SHARE = 0.01   # the top wait must hold at least this share of the schedulers' time to be the problem
 HOT_SHARE = 0.5         # one index must hold at least this share of the page latch waits to be a hot page
 BUSY_SWITCHES = 1.5     # a co-tenant's scheduler switches at least this many times as often as the median one
@@ -363,6 +364,15 @@ def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: fl
         raise FitError(f"{customers} worker(s) and {p_wait:.1%} of acquires waiting: a latch nobody waits for "
                        "shows nothing of its hold; capture while the contention is on")
     top = cycle_us - wait_us
+    saturated = cycle_us / customers - handoff_us * min(p_wait, 1.0)  # the latch owned all the time
+    if saturated <= 0:
+        raise FitError(f"{p_wait:.1%} of acquires waited {handoff_us:,.1f} us of hand-off each, more than the "
+                       f"{cycle_us / customers:,.1f} us between acquires ({customers} workers): the hand-offs alone "
+                       "exceed the time there was, so the signal wait or the acquire count is wrong")
+    if top <= 0:
+        # The workers waited as long as they went round (waits counted as they end may have begun before the
+        # interval): the latch was saturated, its hold the busy-time bound, and the think time below 0 says so.
+        return saturated, top - saturated
 
     def owned(hold: float) -> float:
         think = max(cycle_us - wait_us - hold, 0.0)
@@ -370,7 +380,6 @@ def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: fl
         return float(m.utilisation[-1])
 
     # The latch cannot be owned more than all the time: hold + hand-off x p_wait <= cycle / customers.
-    saturated = max(cycle_us / customers - handoff_us * min(p_wait, 1.0), 1e-9 * top)
     low, high = 1e-9 * top, min(top, saturated)
     if owned(high) < p_wait or owned(low) >= p_wait:
         # Saturated: even the bound leaves requests waiting, or the hand-offs alone keep the latch owned as often
@@ -503,19 +512,24 @@ def _waited_share(found: float, visits: float, what: str, visits_how: str) -> fl
     if found <= 0:
         raise FitError(f"{what}: no acquire found the latch owned over the interval (0 waits or spins): a latch "
                        "nobody waits for shows nothing of its hold; capture while the contention is on")
-    if found > visits:
+    if found > visits * (1.0 + 1e-9) + 0.5:  # every visit may find it owned (a saturated latch), not more
         raise FitError(f"{what}: {found:,.0f} acquires found the latch owned but {visits_how} gives only "
                        f"{visits:,.0f} acquires; one of the two counts is wrong (lost events, or another workload's "
                        "counters)")
-    return found / visits
+    return min(found / visits, 1.0)
 
 
-def _check_wait_budget(what: str, wait_us: float, customers: int, interval_s: float) -> None:
-    """FitError when ``customers`` sessions could not have waited ``wait_us`` in the interval (each waits at most all of it)."""
-    budget_us = customers * interval_s * 1e6
-    if wait_us >= budget_us:
+def _check_wait_budget(what: str, wait_us: float, customers: int, interval_s: float, longest_ms: float) -> None:
+    """FitError when ``customers`` sessions could not have waited ``wait_us`` in the interval.
+
+    A wait's time is counted when it ends, so a wait that ended in the interval may have begun before it: each
+    session waits at most the interval plus the longest wait (``longest_ms``, the DMV's max_wait_time_ms).
+    """
+    budget_us = customers * (interval_s * 1e6 + longest_ms * 1000.0)
+    if wait_us > budget_us:
         raise FitError(f"{what}: {wait_us / 1000.0:,.0f} ms of waiting in {interval_s:g} s, but {customers} sessions "
-                       f"can wait at most {budget_us / 1000.0:,.0f} ms: the sessions setting or the wait time is wrong")
+                       f"can wait at most {budget_us / 1000.0:,.0f} ms (the interval plus the longest wait, "
+                       f"{longest_ms:,.0f} ms, each): the sessions setting or the wait time is wrong")
 
 
 def _closed_latch_core(snap: Snapshot, cls: str, customers: int,
@@ -531,7 +545,8 @@ def _closed_latch_core(snap: Snapshot, cls: str, customers: int,
     visits = x * snap.interval_s
     found = obs.spins if unfair else obs.waits
     p = _waited_share(found, visits, f"latch {cls}", rate_how)
-    _check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s)
+    _check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s,
+                       snap.get("latch", cls, "max_time_ms"))
     wait = obs.wait_us / visits
     hold, think = closed_repairman(customers, customers / x * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
     how = (f"{customers} workers at {x:,.0f} acquires/s go round a cycle of {customers / x * 1e6:,.1f} us with "
@@ -688,7 +703,8 @@ def est_last_page(snap: Snapshot) -> Point:
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
     obs = _latch_obs(snap, "BUFFER", "PAGELATCH")
-    _check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s)
+    _check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
+                       max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
     hold, think_all = closed_repairman(sessions, sessions / x * 1e6, wait, p, obs.handoff_us)
     per_page = lpi.rows_per_page(d["row_bytes"])
@@ -727,7 +743,7 @@ def est_cci_decommit(snap: Snapshot) -> Point:
     calls = _need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
     x = calls / snap.interval_s
     _check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,
-                       sessions, snap.interval_s)
+                       sessions, snap.interval_s, snap.get("wait", "MEMORY_ALLOCATION_EXT", "max_time_ms"))
     response = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / calls
     service, think = repairman_service(sessions, sessions / x * 1e6, response)
     how = (f"{sessions} sessions make {x:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
@@ -765,10 +781,16 @@ def est_cci_insert(snap: Snapshot) -> Point:
     waited = snap.get("wait", "RESOURCE_SEMAPHORE")
     wait_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "time_ms")
     max_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "max_time_ms")
+    if waited == 0 or waited >= queries:
+        raise FitError(f"RESOURCE_SEMAPHORE has {waited:,.0f} waits from {queries} queries ({q_how}): "
+                       + ("no query waited, so the counts give the grant only an upper bound (target / queries)"
+                          if waited == 0 else "every query waited, so the counts do not say how many grants fit "
+                          "under the target at once")
+                       + "; the grant is not determined by this snapshot")
     if waited > queries:
         raise FitError(f"RESOURCE_SEMAPHORE has count={waited:,.0f} waits from {queries} queries ({q_how}): a query "
                        "waits for its grant at most once, so the sessions setting or the wait count is wrong")
-    _check_wait_budget("RESOURCE_SEMAPHORE", wait_ms * 1000.0, queries, snap.interval_s)
+    _check_wait_budget("RESOURCE_SEMAPHORE", wait_ms * 1000.0, queries, snap.interval_s, max_ms)
     at_once = max(int(queries - waited), 1)
     target = cci.target_mb(v)
     cap = cci.grant_mb(dict(v, grant_mb_per_dop=math.inf))
@@ -827,7 +849,12 @@ def sized(scenario: str, params: dict[str, Any], rate_per_s: float, seconds: flo
     elif scenario == "last-page-insert":
         d = dict(models.get_scenario(scenario).defaults(), **p)
         per = max(int(math.ceil(visits / d["sessions"] / d["batch_rows"])), 1) * d["batch_rows"]
-        p["inserts_per_session"] = min(per, lpi.MAX_ROWS // d["sessions"] // d["batch_rows"] * d["batch_rows"])
+        most = lpi.MAX_ROWS // d["sessions"] // d["batch_rows"] * d["batch_rows"]
+        if most < d["batch_rows"]:
+            raise ParameterError(f"{d['sessions']} sessions of batch_rows={d['batch_rows']} rows per call need "
+                                 f"{d['sessions'] * d['batch_rows']:,} rows for one call each, more than the "
+                                 f"{lpi.MAX_ROWS:,} a run of the model inserts")
+        p["inserts_per_session"] = min(per, most)
     elif scenario == "version-store":
         p["window_ms"] = min(seconds * 1000.0, 100_000.0)
     elif scenario == "cci-decommit":
@@ -840,7 +867,7 @@ def replicate_window(point: Point, interval_s: float, scenario: str) -> tuple[fl
     """(warm-up, window) in seconds of a replicate snapshot: about TARGET_VISITS visits, at most the interval."""
     if scenario == "cci-insert":
         return 0.0, interval_s
-    window = min(interval_s, TARGET_VISITS / max(point.rate_per_s, 1e-9))
+    window = max(min(interval_s, TARGET_VISITS / max(point.rate_per_s, 1e-9)), INTERVAL_S[0])
     return 0.1 * window, window
 
 
@@ -899,8 +926,15 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
     Every way the snapshot can fail the fit ends as a FitError naming the count at fault; an estimate held at
     a bound of the model's range says so (``Estimate.clipped``, and in its ``how``).
     """
+    if not isinstance(snap, Snapshot):
+        raise FitError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.snapshot.read or parse")
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or not MIN_REPLICATES <= replicates <= 100:
+        raise FitError(f"replicates={shown(replicates)} is out of range: use an integer from {MIN_REPLICATES} to 100 "
+                       "(the refits whose spread gives each range)")
+    if progress is not None and not callable(progress):
+        raise FitError(f"progress={shown(progress)} is not allowed: use a function of the fraction done, or None")
     diagnosis = diagnose(snap)
-    name = scenario or diagnosis.scenario
+    name = diagnosis.scenario if scenario is None else scenario
     if name is None:
         return Fit(diagnosis, None, {}, [], snap.interval_s, 0.0)
     spec = models.get_scenario(name)
@@ -916,6 +950,9 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
             except FitError as err:
                 raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) does not fit back ({err}): "
                                "the estimates cannot be given a range, so none is given") from None
+            except ParameterError as err:  # the fitted values make a run the scenario refuses
+                raise FitError(f"the fitted {name} model cannot be run to measure its ranges ({err}); its "
+                               "estimates are beyond what the model runs") from None
             refit = {n: v for n, (v, _, _) in again.fitted.items()}
             if not all(math.isfinite(v) for v in refit.values()):
                 raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) fits back to {refit}: the "

@@ -32,6 +32,8 @@ def bound_text(x: float) -> str:
 
 def shown(value: Any) -> str:
     """``value`` as a message quotes it: its repr, cut to 40 characters with the full length said (a 401-digit number)."""
+    if isinstance(value, int) and value.bit_length() > 512:  # past what repr() may print (4,300 digits)
+        return f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits"
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
 
@@ -116,6 +118,8 @@ def _as_number(value: Any) -> int | float | None:
         return float(value)  # Fraction, Decimal and other real numbers
     except OverflowError:
         return math.inf
+    except ValueError:  # Decimal('sNaN')
+        return None
 
 
 @dataclass(frozen=True)

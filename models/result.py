@@ -59,23 +59,32 @@ class Result:
         """One row per query, for the workloads that run queries with memory grants (else None)."""
         return self.extra.get("queries")
 
+    def _summary(self) -> dict[str, Any]:
+        """The result's scalars: scenario, parameters, seed, elapsed time, throughput, truncation."""
+        return {"scenario": self.scenario, "params": self.params, "seed": self.seed, "elapsed_ms": self.elapsed_ms,
+                "throughput_per_s": self.throughput_per_s, "truncated": self.truncated}
+
+    def _tables(self) -> dict[str, pd.DataFrame]:
+        """The result's tables by name (the per-query table only for workloads with queries)."""
+        tables = {name: getattr(self, name) for name in TABLES}
+        if self.queries is not None:
+            tables["queries"] = self.queries
+        return tables
+
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data (tables as lists of rows)."""
-        out: dict[str, Any] = {
-            "scenario": self.scenario, "params": self.params, "seed": self.seed,
-            "elapsed_ms": self.elapsed_ms, "throughput_per_s": self.throughput_per_s,
-            "truncated": self.truncated,
-        }
-        for name in TABLES:
-            table = getattr(self, name)
-            out[name] = json.loads(table.to_json(orient="records"))
-        if self.queries is not None:
-            out["queries"] = json.loads(self.queries.to_json(orient="records"))
-        return out
+        return dict(self._summary(), **{name: json.loads(table.to_json(orient="records"))
+                                         for name, table in self._tables().items()})
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """The result as a JSON document."""
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(self) -> str:
+        """The result as a JSON document: one key a line, each table a compact list of rows.
+
+        Each table is written by pandas straight to text, without a Python object per cell, so a run with
+        millions of workers prints in the memory its table takes.
+        """
+        fields = [f"{json.dumps(key)}: {json.dumps(value)}" for key, value in self._summary().items()]
+        fields += [f"{json.dumps(name)}: {table.to_json(orient='records')}" for name, table in self._tables().items()]
+        return "{\n  " + ",\n  ".join(fields) + "\n}"
 
     @property
     def mean_wait_ms(self) -> float:

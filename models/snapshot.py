@@ -70,6 +70,7 @@ LATCH_SPINS = "LATCH_SPIN_STATS"
 # indexes) and a few hundred kilobytes.
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_ROWS = 200_000
+MAX_FIELD_CHARS = 1_000
 INTERVAL_S = (0.001, 86_400.0)  # a millisecond to a day between the two reads
 # The most a count or a time may grow per second of the interval: generous for any server, and small enough
 # that every rate the fit derives stays a plain float.
@@ -191,17 +192,20 @@ def _text(value: Any) -> str:
 
 def read(path: str | Path) -> Snapshot:
     """Parse the snapshot in the file at ``path`` (see :func:`parse`)."""
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise MalformedSnapshot(f"path={shown(path)} is not a file name: give the snapshot file's path")
     path = Path(path)
     try:
-        if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
-            raise SnapshotTooLarge(_too_large(str(path), path.stat().st_size))
-        raw = path.read_bytes()
+        with path.open("rb") as file:  # at most one byte past the cap, from a file, a pipe or a device alike
+            raw = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise MalformedSnapshot(f"{path}: no such file") from None
+        raise MalformedSnapshot(f"{shown(str(path))}: no such file") from None
     except IsADirectoryError:
-        raise MalformedSnapshot(f"{path}: a directory, not a snapshot file") from None
+        raise MalformedSnapshot(f"{shown(str(path))}: a directory, not a snapshot file") from None
     except PermissionError:
-        raise MalformedSnapshot(f"{path}: not readable (permission denied)") from None
+        raise MalformedSnapshot(f"{shown(str(path))}: not readable (permission denied)") from None
+    except (OSError, ValueError) as err:  # a name too long, a NUL in it, ...
+        raise MalformedSnapshot(f"{shown(str(path))}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
     return parse(decode(raw, str(path)), where=str(path))
 
 
@@ -212,6 +216,8 @@ def _too_large(where: str, size: int) -> str:
 
 def decode(raw: bytes, where: str) -> str:
     """A snapshot file's text: UTF-16 with a byte-order mark (what SSMS and sqlcmd write for Unicode), else UTF-8."""
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise MalformedSnapshot(f"{where}: {type(raw).__name__} given where a file's bytes belong")
     if len(raw) > MAX_FILE_BYTES:
         raise SnapshotTooLarge(_too_large(where, len(raw)))
     try:
@@ -226,6 +232,9 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
     Every setting and count is checked against the range a server can give and the models can run, and the
     rows against each other, so nothing the fit computes from them can run away.
     """
+    if not isinstance(text, str):
+        raise MalformedSnapshot(f"{where}: {type(text).__name__} given where a snapshot's text belongs (a str; "
+                                "read() takes a file, decode() a file's bytes)")
     if len(text) > MAX_FILE_BYTES:
         raise SnapshotTooLarge(_too_large(where, len(text)))
     lines = []
@@ -256,17 +265,21 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
     for k, fields in body:
         if len(fields) != len(header):
             raise MalformedSnapshot(f"{where} line {k}: {len(fields)} fields where the header has {len(header)}")
+        longest = max(len(f) for f in fields)
+        if longest > MAX_FIELD_CHARS:
+            raise MalformedSnapshot(f"{where} line {k}: a field of {longest:,} characters; a DMV's names and numbers "
+                                    f"have at most {MAX_FIELD_CHARS:,} (schema.table.index is three 128-character names)")
         cells = {h: f.strip() for h, f in zip(header, fields)}
         source, name = cells["source"].lower(), cells["name"]
         if source not in SOURCES:
             close = difflib.get_close_matches(source, list(SOURCES), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UnknownSource(f"{where} line {k}: source {cells['source']!r} is unknown: use one of "
+            raise UnknownSource(f"{where} line {k}: source {shown(cells['source'])} is unknown: use one of "
                                 f"{', '.join(SOURCES)}{hint}")
         if not name:
             raise MalformedSnapshot(f"{where} line {k}: a {source} row needs a name")
         if (source, name) in seen:
-            raise MalformedSnapshot(f"{where} line {k}: a second {source} row named {name!r}")
+            raise MalformedSnapshot(f"{where} line {k}: a second {source} row named {shown(name)}")
         seen.add((source, name))
         if source == "setting":
             settings[name] = _setting(where, k, name, cells["value"])
@@ -348,9 +361,9 @@ def _number(where: str, line: int, column: str, cell: str) -> float:
     try:
         value = float(cell)
     except ValueError:
-        raise MalformedSnapshot(f"{where} line {line}: {column}={cell!r} is not a number") from None
+        raise MalformedSnapshot(f"{where} line {line}: {column}={shown(cell)} is not a number") from None
     if not math.isfinite(value):
-        raise MalformedSnapshot(f"{where} line {line}: {column}={cell!r} is not a finite number")
+        raise MalformedSnapshot(f"{where} line {line}: {column}={shown(cell)} is not a finite number")
     return value
 
 
@@ -359,18 +372,18 @@ def _setting(where: str, line: int, name: str, cell: str) -> Any:
     if name not in SETTINGS:
         close = difflib.get_close_matches(name, list(SETTINGS), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UnknownSource(f"{where} line {line}: setting {name!r} is unknown: use one of "
+        raise UnknownSource(f"{where} line {line}: setting {shown(name)} is unknown: use one of "
                             f"{', '.join(SETTINGS)}{hint}")
     if name in TEXT_SETTINGS:
         return cell
-    value = _number(where, line, "value", cell)
+    value = _number(where, line, f"setting {name}'s value", cell)
     if math.isnan(value):
         raise MalformedSnapshot(f"{where} line {line}: setting {name} has no value")
     if name == "interval_s":
         return value
     low, high = setting_range(name)
     if not value.is_integer() or not low <= value <= high:
-        raise OutOfRange(f"{where} line {line}: setting {name}={cell!r} is out of range: use a whole number from "
+        raise OutOfRange(f"{where} line {line}: setting {name}={shown(cell)} is out of range: use a whole number from "
                          f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
     return int(value)
 
@@ -481,6 +494,9 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
                              f"to {min(high, latest_s - start_s):,.0f} (a capture's interval, ending by "
                              f"{latest_s:,.0f} s of simulated time)")
     end = _run_until(scenario, params, None if interval_s is None else (start_s + interval_s) * 1000.0)
+    if interval_s is not None and end.elapsed_ms / 1000.0 <= start_s:
+        raise ParameterError(f"start_s={start_s:g} is at or after the end of the run ({end.elapsed_ms / 1000.0:g} s): "
+                             "start earlier")
     if interval_s is None:
         interval_s = end.elapsed_ms / 1000.0 - start_s
         if not low <= interval_s <= high:

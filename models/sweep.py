@@ -239,7 +239,7 @@ def _dask_client(address: str) -> Any:
     try:
         with ThreadPoolExecutor(1) as probe:  # a thread: the caller may be running an event loop (Jupyter)
             probe.submit(asyncio.run, _handshake(address)).result()
-        return Client(address, timeout=DASK_CONNECT_S)
+        client = Client(address, timeout=DASK_CONNECT_S)
     except ValueError:
         raise ParameterError(f"dask={address!r} is not an address: use tcp://HOST:PORT") from None
     except TypeError:  # tls:// without certificates, or ucx://, which this distributed no longer has
@@ -248,6 +248,14 @@ def _dask_client(address: str) -> Any:
     except (OSError, TimeoutError):
         raise ParameterError(f"dask={address!r} is unreachable: no Dask scheduler answered within "
                              f"{DASK_CONNECT_S} s") from None
+    except Exception as err:  # a peer that answers, but not as Dask does (SSH, HTTP, stray bytes)
+        raise ParameterError(f"dask={address!r} answered, but not as a Dask scheduler ({type(err).__name__}): "
+                             "use the scheduler's tcp://HOST:PORT") from None
+    if not client.scheduler_info().get("workers"):  # runs sent there would wait for ever
+        client.close()
+        raise ParameterError(f"dask={address!r} has no workers: start `dask worker {address}` on the machines "
+                             "that should run the sweep")
+    return client
 
 
 def _run_on_dask(client: Any, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:

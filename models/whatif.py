@@ -190,9 +190,28 @@ def run_seconds(fit: Fit) -> float:
 
 
 def _param_sets(fit: Fit, extra: dict[str, Any]) -> list[dict[str, Any]]:
-    """The estimates, then each replicate's refitted values, with ``extra`` on top."""
+    """The estimates, then each replicate's refitted values held within the model's range, with ``extra`` on top."""
     base = fit.model_params()
-    return [dict(base, **extra)] + [dict(base, **r, **extra) for r in fit.replicates]
+    return [dict(base, **extra)] + [dict(base, **_within_model(fit.scenario, r), **extra) for r in fit.replicates]
+
+
+def _within_model(scenario: str, refit: dict[str, Any]) -> dict[str, Any]:
+    """A replicate's refitted values, each held within its catalogue range (see :func:`replicates_held`)."""
+    spec = models.get_scenario(scenario)
+    held = {}
+    for name, value in refit.items():
+        p = spec.param(name)
+        held[name] = min(max(value, p.low), p.high)
+        if p.kind == "int":
+            held[name] = round(held[name])
+    return held
+
+
+def replicates_held(fit: Fit) -> list[str]:
+    """The parameters some replicate's refit put beyond the model's range (held at the bound for its runs)."""
+    spec = models.get_scenario(fit.scenario)
+    return sorted({name for r in fit.replicates for name, value in r.items()
+                   if not spec.param(name).low <= value <= spec.param(name).high})
 
 
 def parse_change(text: str) -> tuple[str, float | None]:
@@ -215,6 +234,8 @@ def parse_change(text: str) -> tuple[str, float | None]:
 
 def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range, Range] | None = None) -> Prediction:
     """The fitted model with ``change`` (and its optional value) beside the model as fitted."""
+    if not isinstance(fit, Fit):
+        raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fit.fit")
     name, given = parse_change(change)
     if given is None and value is not None:  # a value passed apart from the change's name gets the same check
         given = parse_change(f"{name}={value}")[1]
@@ -241,8 +262,14 @@ def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range,
     now = now or _ranges(fit, _param_sets(fit, {}), seconds)
     after = _ranges(fit, _param_sets(fit, extra), seconds)
     rests = [u["param"] for u in fit.undetermined]
-    note = f"rests on the assumed {', '.join(rests)}" if rests else ""
-    return Prediction(c.name, c.what, extra, unit, wait, after[0], after[1], now[0], now[1], note)
+    notes = [f"rests on the assumed {', '.join(rests)}"] if rests else []
+    held = replicates_held(fit)
+    if held:
+        notes.append(f"its range is too narrow: replicates of {', '.join(held)} beyond the model's range were held "
+                     "at its bounds")
+    note = "; ".join(notes)
+    what = c.what if value is None else f"{c.value} = {value:g}"  # the change as given, not its default
+    return Prediction(c.name, what, extra, unit, wait, after[0], after[1], now[0], now[1], note)
 
 
 MISFIT = 0.25  # the fitted model's waits off the capture's by more than this share: its what-ifs are doubtful
@@ -281,12 +308,23 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
 
     With the snapshot, the first row's note holds the fitted model's waits against the capture's.
     """
+    if not isinstance(fit, Fit):
+        raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fit.fit")
     now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit)) if fit.scenario else None
     rows = []
     if now is not None:
+        notes = [check(fit, snap, now)] if snap is not None else []
+        held = replicates_held(fit)
+        if held:
+            notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
+                         "held at its bounds")
         rows.append(_row("now", "the fitted model, unchanged", now[0], now[1], now[0], UNITS[fit.scenario],
-                         check(fit, snap, now) if snap is not None else ""))
+                         "; ".join(notes)))
     for name in CHANGES:
-        p = predict(fit, name, now=now)
+        try:
+            p = predict(fit, name, now=now)
+        except ParameterError as err:  # the change would take the fitted model out of its range
+            rows.append(_row(name, CHANGES[name].what, None, None, None, UNITS[fit.scenario], f"not modelled: {err}"))
+            continue
         rows.append(_row(p.change, p.what, p.throughput, p.wait_ms_per_s, p.now_throughput, p.unit, p.note))
     return pd.DataFrame(rows)

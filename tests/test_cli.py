@@ -100,9 +100,7 @@ def test_every_keyword_of_models_run_is_a_listed_run_option_or_refused(capsys):
 def test_run_options_are_in_list_and_run_help(capsys):
     _, listed, _ = run_main(capsys, "list")
     options = listed.split("run options (any scenario, set like a parameter):\n")[1]
-    with pytest.raises(SystemExit) as done:
-        main(["run", "--help"])
-    assert done.value.code == 0
+    assert main(["run", "--help"]) == 0  # argparse's exit, returned as an exit code after stdout is flushed
     helped = capsys.readouterr().out
     for option in RUN_OPTIONS:
         for text in (options, helped):

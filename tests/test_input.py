@@ -236,12 +236,12 @@ def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
 
     fitting.ESTIMATORS["closed-latch"] = too_long
     try:
-        fit = fitting.fit(snap, replicates=0)
+        fit = fitting.fit(snap, replicates=2)
     finally:
         fitting.ESTIMATORS["closed-latch"] = original
     assert fit.params["hold_ms"].clipped == "high" and fit.params["hold_ms"].estimate == limit
     assert json.loads(fit.to_json())["params"]["hold_ms"]["clipped"] == "high"
-    assert json.loads(fit.to_json())["params"]["think_ms"]["clipped"] is None
+    assert json.loads(fit.to_json())["params"]["workers"]["clipped"] is None
     text = cli.fit_text(fit)
     line = next(ln for ln in text.splitlines() if ln.split()[:1] == ["hold_ms"])
     assert "fitted, CLIPPED" in line and "the relation gives 2,500 ms" in line
@@ -417,3 +417,109 @@ def test_a_relation_that_goes_below_a_floor_is_reported_clipped_not_floored():
     wakeup = fit.params["wakeup_us"]
     assert (wakeup.estimate, wakeup.clipped) == (0.0, "low")
     assert "the relation gives -1.7 us" in wakeup.how
+
+
+# ----------------------------------------------------------------------------- what an adversarial pass found
+
+
+def test_devices_and_pipes_are_read_only_up_to_the_cap(capsys):
+    assert cli.main(["fit", "/dev/zero"]) == 2
+    assert capsys.readouterr().err.startswith("error: snapshot too large: /dev/zero: 33,554,433 bytes")
+    for bad in ("", None, "a\0b", "a" * 5000, b"path"):
+        with pytest.raises(ParameterError, match=r"malformed snapshot|not a file name|cannot be read|no such file"):
+            try:
+                read(bad)
+            except ParameterError as err:
+                raise ParameterError(f"{err.kind}: {err}") from None
+    for bad in (None, b"source,name", 5):
+        with pytest.raises(ParameterError, match=r"given where a snapshot's text belongs"):
+            parse(bad)
+
+
+def test_the_python_front_of_fit_and_whatif_checks_its_arguments():
+    snap = parse(EXAMPLE)
+    for kwargs, message in (({"replicates": 1}, "replicates=1 is out of range"),
+                            ({"replicates": 10**9}, "replicates=1000000000 is out of range"),
+                            ({"replicates": "3"}, "replicates='3' is out of range"),
+                            ({"progress": 3}, "progress=3 is not allowed")):
+        with pytest.raises(fitting.FitError, match=message):
+            fitting.fit(snap, **kwargs)
+    with pytest.raises(fitting.FitError, match="snap=NoneType is not a Snapshot"):
+        fitting.fit(None)
+    with pytest.raises(ParameterError, match="fit=NoneType is not a Fit"):
+        whatif.table(None)
+    with pytest.raises(ParameterError, match=r"scenario='' is unknown"):
+        fitting.fit(snap, scenario="")
+
+
+def test_long_names_and_fields_are_cut_in_messages():
+    long_setting = _with_row(EXAMPLE, "setting,version,", "setting," + "N" * 900 + ",,,,,,,1")
+    with pytest.raises(ParameterError) as err:
+        parse(long_setting)
+    assert len(str(err.value)) < 300
+    with pytest.raises(ParameterError, match="a field of 100,000 characters"):
+        parse(_with_row(EXAMPLE, "setting,version,", "setting," + "N" * 100_000 + ",,,,,,,1"))
+    with pytest.raises(ParameterError, match=r"setting interval_s's value='nan' is not a finite number"):
+        parse(_with_setting(EXAMPLE, "interval_s", "nan"))
+
+
+def test_a_partitioned_key_takes_at_most_the_trees_its_keys_can_hold():
+    partitions = models.get_scenario("last-page-insert").param("partitions")
+    assert partitions.high == 128
+    result = models.run("last-page-insert", key="partitioned", partitions=128, sessions=4, inserts_per_session=50)
+    assert result.throughput_per_s > 0
+    with pytest.raises(ParameterError, match=r"partitions=129 is out of range"):
+        models.run("last-page-insert", key="partitioned", partitions=129)
+
+
+def test_a_run_that_would_fill_too_many_pages_is_refused_at_once():
+    start = time.perf_counter()
+    with pytest.raises(ParameterError, match=r"could fill 2,008,408 pages: use at most 500,000"):
+        models.run("last-page-insert", sessions=2, inserts_per_session=1_000_000, row_bytes=8060)
+    assert time.perf_counter() - start < 5
+
+
+def test_a_model_snapshot_window_after_the_run_is_refused():
+    with pytest.raises(ParameterError, match=r"start_s=999000 is at or after the end of the run"):
+        from_model("convoy", {"requests": 100}, start_s=999_000, interval_s=999)
+
+
+def test_a_saturated_closed_latch_fits_with_its_think_time_clipped_not_refused():
+    """Waits counted as they end may have begun before the interval: a saturated latch's workers can show more
+    waiting than the interval held, which is the busy-time bound's case, not a contradiction."""
+    fit = fitting.fit(from_model("closed-latch", {"workers": 1024, "acquires": 400_000}), replicates=2)
+    assert fit.params["hold_ms"].estimate > 0 and fit.params["think_ms"].clipped in ("", "low")
+
+
+def test_grant_queue_counts_that_bound_nothing_are_refused():
+    good = from_model("cci-insert", {}).to_csv()
+    sessions = int(parse(good).setting("sessions"))
+    row = next(line for line in good.splitlines() if line.startswith("wait,RESOURCE_SEMAPHORE,"))
+    fields = row.split(",")
+    for waits, message in ((sessions, "every query waited"), (0, "no query waited")):
+        changed = list(fields)
+        changed[2] = str(waits)
+        changed[3] = "0" if waits == 0 else changed[3]
+        with pytest.raises(fitting.FitError, match=message):
+            fitting.fit(parse(_with_row(good, "wait,RESOURCE_SEMAPHORE,", ",".join(changed))),
+                        scenario="cci-insert")
+
+
+def test_a_change_that_takes_the_model_out_of_range_is_not_modelled_in_the_table():
+    from dataclasses import replace
+
+    fit = fitting.fit(from_model("cci-insert", {}))
+    fit.params["max_server_memory_mb"] = replace(fit.params["max_server_memory_mb"], estimate=4_194_304)
+    table = whatif.table(fit)
+    row = table[table["change"] == "more-memory"].iloc[0]
+    assert np.isnan(row["throughput"]) and row["note"].startswith("not modelled: more-memory: max_server_memory_mb")
+
+
+def test_help_to_a_full_stdout_and_a_closed_stdout_are_one_line_and_non_zero():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "models", "run", "--help"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr == "error: standard output: No space left on device\n"
+    closed = subprocess.run(f"{sys.executable} -m models list >&-", shell=True, stderr=subprocess.PIPE, text=True,
+                            timeout=60)
+    assert closed.returncode == 1 and closed.stderr == "error: standard output is closed: nothing can be printed\n"

@@ -9,10 +9,13 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 from scipy import stats
+
+from models.params import ParameterError
 
 from models.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95,
                           write_table)
@@ -241,3 +244,22 @@ def test_an_interrupted_dask_sweep_cancels_its_runs(monkeypatch):
             time.sleep(0.05)
         assert not cluster.scheduler.tasks, "the interrupted runs are still on the cluster"
         assert cluster.scheduler.clients.keys() <= {"fire-and-forget"}, "the sweep's client is still connected"
+
+
+def test_a_dask_address_that_is_not_a_scheduler_or_has_no_workers_is_refused():
+    """A peer that answers with something else (an SSH banner), or a scheduler with no worker to run on."""
+    from distributed import LocalCluster
+
+    with socket.create_server(("127.0.0.1", 0)) as banner:
+        def greet() -> None:
+            conn, _ = banner.accept()
+            conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n" + bytes(8))
+            time.sleep(2)
+            conn.close()
+
+        threading.Thread(target=greet, daemon=True).start()
+        with pytest.raises(ParameterError, match=r"answered, but not as a Dask scheduler"):
+            run_all(abs, [(1,)], dask=f"tcp://127.0.0.1:{banner.getsockname()[1]}", progress=False)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        with pytest.raises(ParameterError, match=r"has no workers: start `dask worker"):
+            run_all(abs, [(1,)], dask=cluster.scheduler_address, progress=False)

@@ -109,7 +109,7 @@ def params_frame(f: fitting.Fit) -> pd.DataFrame:
         rows.append({"parameter": name, "estimate": _fitted(e.estimate),
                      "low": _fitted(e.low) if number and e.low != e.high else "",
                      "high": _fitted(e.high) if number and e.low != e.high else "",
-                     "unit": e.unit, "from": e.basis})
+                     "unit": e.unit, "from": f"{e.basis}, CLIPPED at the model's bound" if e.clipped else e.basis})
     return pd.DataFrame(rows)
 
 

@@ -49,6 +49,7 @@ MAX_ROW_BYTES = 8_060    # SQL Server's largest in-row record
 CHILD_POINTER_BYTES = 9  # a non-leaf row: its key plus a 6-byte page pointer, a status byte and a slot
 KEY_BYTES = {"identity": 8, "guid": 16, "reverse-bits": 4, "hash-bucket": 9, "partitioned": 8}
 MAX_ROWS = 2_000_000     # rows a run may insert (one latch per page the run could allocate)
+MAX_PAGES = 500_000      # pages a run may allocate: each has its latch and its row of the page table
 
 PARAMS = (
     Param("sessions", "int", 100, "", 1, 4096, help="sessions inserting concurrently"),
@@ -57,7 +58,8 @@ PARAMS = (
           help="leading clustered key: ascending identity, random GUID, bit-reversed identity, "
                "identity modulo buckets, or identity hash-partitioned"),
     Param("buckets", "int", 16, "", 1, 4096, help="hash buckets of the hash-bucket key"),
-    Param("partitions", "int", 16, "", 1, 256, help="partitions of the partitioned key (one B-tree each)"),
+    Param("partitions", "int", 16, "", 1, 128,
+          help="partitions of the partitioned key (one B-tree each; a key keeps its tree in 7 bits)"),
     Param("row_bytes", "int", 60, "bytes", 9, MAX_ROW_BYTES, help="size of one row on the page, overhead included"),
     Param("optimize_for_sequential_key", "choice", "off", choices=("off", "on"),
           help="SQL Server 2019's insert flow control: one session per scheduler into the page-latch path"),
@@ -286,6 +288,10 @@ def check(v: dict[str, Any]) -> None:
         raise ParameterError(
             f"sessions={v['sessions']} x inserts_per_session={v['inserts_per_session']} is "
             f"{total_rows(v):,} rows: use at most {MAX_ROWS:,} in all")
+    if max_pages(v) > MAX_PAGES:
+        raise ParameterError(
+            f"sessions={v['sessions']} x inserts_per_session={v['inserts_per_session']} rows of row_bytes="
+            f"{v['row_bytes']} could fill {max_pages(v):,} pages: use at most {MAX_PAGES:,} (fewer or smaller rows)")
 
 
 SCENARIO = Scenario("last-page-insert", __doc__.strip().splitlines()[0], PARAMS, build, check)
