@@ -20,6 +20,7 @@ import csv
 import difflib
 import io
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,17 +196,23 @@ def read(path: str | Path) -> Snapshot:
     if not isinstance(path, (str, Path)) or not str(path):
         raise MalformedSnapshot(f"path={shown(path)} is not a file name: give the snapshot file's path")
     path = Path(path)
+    name = str(path) if len(str(path)) <= 200 else shown(str(path))
     try:
         with path.open("rb") as file:  # at most one byte past the cap, from a file, a pipe or a device alike
+            size = os.fstat(file.fileno()).st_size  # a regular file's size, said in full when it is too large
+            if size > MAX_FILE_BYTES:
+                raise SnapshotTooLarge(_too_large(str(path), size))
             raw = file.read(MAX_FILE_BYTES + 1)
+    except SnapshotError:
+        raise
     except FileNotFoundError:
-        raise MalformedSnapshot(f"{shown(str(path))}: no such file") from None
+        raise MalformedSnapshot(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise MalformedSnapshot(f"{shown(str(path))}: a directory, not a snapshot file") from None
+        raise MalformedSnapshot(f"{name}: a directory, not a snapshot file") from None
     except PermissionError:
-        raise MalformedSnapshot(f"{shown(str(path))}: not readable (permission denied)") from None
+        raise MalformedSnapshot(f"{name}: not readable (permission denied)") from None
     except (OSError, ValueError) as err:  # a name too long, a NUL in it, ...
-        raise MalformedSnapshot(f"{shown(str(path))}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+        raise MalformedSnapshot(f"{name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
     return parse(decode(raw, str(path)), where=str(path))
 
 
