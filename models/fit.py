@@ -781,15 +781,15 @@ def est_cci_insert(snap: Snapshot) -> Point:
     waited = snap.get("wait", "RESOURCE_SEMAPHORE")
     wait_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "time_ms")
     max_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "max_time_ms")
-    if waited == 0 or waited >= queries:
+    if waited > queries:
+        raise FitError(f"RESOURCE_SEMAPHORE has count={waited:,.0f} waits from {queries} queries ({q_how}): a query "
+                       "waits for its grant at most once, so the sessions setting or the wait count is wrong")
+    if waited == 0 or waited == queries:
         raise FitError(f"RESOURCE_SEMAPHORE has {waited:,.0f} waits from {queries} queries ({q_how}): "
                        + ("no query waited, so the counts give the grant only an upper bound (target / queries)"
                           if waited == 0 else "every query waited, so the counts do not say how many grants fit "
                           "under the target at once")
                        + "; the grant is not determined by this snapshot")
-    if waited > queries:
-        raise FitError(f"RESOURCE_SEMAPHORE has count={waited:,.0f} waits from {queries} queries ({q_how}): a query "
-                       "waits for its grant at most once, so the sessions setting or the wait count is wrong")
     _check_wait_budget("RESOURCE_SEMAPHORE", wait_ms * 1000.0, queries, snap.interval_s, max_ms)
     at_once = max(int(queries - waited), 1)
     target = cci.target_mb(v)

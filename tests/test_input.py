@@ -496,7 +496,8 @@ def test_grant_queue_counts_that_bound_nothing_are_refused():
     sessions = int(parse(good).setting("sessions"))
     row = next(line for line in good.splitlines() if line.startswith("wait,RESOURCE_SEMAPHORE,"))
     fields = row.split(",")
-    for waits, message in ((sessions, "every query waited"), (0, "no query waited")):
+    for waits, message in ((sessions, "every query waited"), (0, "no query waited"),
+                           (sessions + 1, "a query waits for its grant at most once")):
         changed = list(fields)
         changed[2] = str(waits)
         changed[3] = "0" if waits == 0 else changed[3]
