@@ -13,10 +13,10 @@ import difflib
 import warnings
 from typing import Any, Callable
 
-from models.engine import simulate
 from models.params import MAX_SIM_MS, Param, ParameterError, Scenario, check_run_options, resolve, shown
 from models.result import Result, build
 from models.scenarios import CATALOGUE
+from models.workload import simulate
 
 __all__ = ["run", "scenarios", "Result", "Param", "Scenario", "ParameterError"]
 

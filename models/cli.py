@@ -164,14 +164,14 @@ def _run_epilog() -> str:
 def engine_cache_is_cold() -> bool:
     """Whether a run will first compile the event loop: numba has no machine code cached for it yet.
 
-    Looks up the main kernel (:func:`models.engine.run_events`) in numba's
+    Looks up the main kernel (:func:`models.engine.loop.run_events`) in numba's
     cache index for this machine and this source, as numba does before it
     compiles.  Anything unexpected (the cache API is numba's private one)
     counts as warm, so the hint never stops a run.
     """
     from numba import types
 
-    from models.engine import run_events
+    from models.engine.loop import run_events
 
     try:
         if run_events.overloads:  # compiled or loaded in this process already

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
+from models.engine.latch import POLICIES
 
 
 class ParameterError(ValueError):
@@ -161,7 +162,7 @@ def resolve(scenario: Scenario, given: dict[str, Any]) -> dict[str, Any]:
 
 
 # models.run's options that bound or record a run: Params like a scenario's, checked by the same code, and set
-# on the command line like a parameter.  MAX_SIM_MS stays below the clock's exact range (models.clock).
+# on the command line like a parameter.  MAX_SIM_MS stays below the clock's exact range (models.engine.clock).
 MAX_SIM_MS = 1e9
 RUN_OPTIONS: tuple[Param, ...] = (
     Param("trace_events", "int", 0, "", 0, 2_000_000,
@@ -196,7 +197,7 @@ def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: f
         Param("schedulers", "int", schedulers, "", 1, 256, help="SQLOS schedulers (one per logical CPU)"),
         Param("quantum_ms", "float", 4.0, "ms", 0.1, 100.0,
               help="CPU a worker may use before it must yield at a yield point"),
-        Param("policy", "choice", policy, choices=("fair", "unfair"),
+        Param("policy", "choice", policy, choices=POLICIES,
               help="latch hand-off policy: fair passes ownership to the head waiter; unfair lets running workers barge"),
         Param("context_switch_us", "float", context_switch_us, "us", 0.0, 10_000.0,
               help="scheduler time to switch to a runnable worker"),

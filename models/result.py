@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import state as st
-from models.clock import to_ticks
-from models.engine import RawRun
-from models.program import MODE_NAMES
+from models.engine import state as st
+from models.engine.clock import to_ticks
+from models.engine.program import MODE_NAMES
+from models.workload import RawRun
 
 TRACE_STATES = ("running", "runnable", "spinning", "suspended", "backoff")
 TABLES = ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers")

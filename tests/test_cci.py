@@ -8,13 +8,13 @@ import pytest
 
 import models
 from models import ParameterError, charts
-from models import state as st
 from models.analysis import cci
 from models.analytic import mva_repairman
-from models.engine import MemorySpec, Workload, simulate
-from models.program import BR_FAILED, OS_SPIN, Program
+from models.engine import state as st
+from models.engine.program import BR_FAILED, OS_SPIN, Program
 from models.result import build
 from models.scenarios import cci_insert as ins
+from models.workload import MemorySpec, Workload, simulate
 
 ZERO = dict(context_switch_us=0.0, wakeup_us=0.0)
 

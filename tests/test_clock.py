@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import models
-from models import clock
-from models import state as st
-from models.engine import LatchSpec, Workload, simulate
-from models.program import EXPONENTIAL, FIXED, Program
+from models.engine import clock
+from models.engine import state as st
+from models.engine.program import EXPONENTIAL, FIXED, Program
 from models.result import build
+from models.workload import LatchSpec, Workload, simulate
 
 
 def _intervals(trace, worker: int, state: str) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import models
-from models import btree
+from models.engine import btree
 from models.analysis import hot_page as hp
 from models.params import ParameterError
 from models.scenarios import last_page_insert as lpi

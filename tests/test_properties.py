@@ -14,11 +14,11 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.clock import to_ticks
-from models.engine import LatchSpec, Workload, simulate
-from models.latch import COMPATIBLE
-from models.program import FIXED, EXPONENTIAL, MODE_NAMES, Program
+from models.engine.clock import to_ticks
+from models.engine.latch import COMPATIBLE
+from models.engine.program import EXPONENTIAL, FIXED, MODE_NAMES, Program
 from models.result import build
+from models.workload import LatchSpec, Workload, simulate
 
 MODE_INDEX = {name: k for k, name in enumerate(MODE_NAMES)}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import rng
-from models.clock import on_tick
+from models.engine import rng
+from models.engine.clock import on_tick
 
 
 def test_streams_depend_only_on_the_seed_and_neighbouring_seeds_differ():

@@ -17,21 +17,22 @@ import math
 import warnings
 from typing import Any
 
+import fingerprints as fp
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-import fingerprints as fp
 import models
-from models import state as ms
-from models.engine import IndexSpec, LatchSpec, MemorySpec, Workload, simulate
-from models.params import Param, ParameterError
-from models.program import (
-    BR_ALWAYS, BR_FAILED, BR_FULL, BR_MORE_ROWS, BR_OUTSIDE, EX, EXPONENTIAL, FIND_LEAF, FIND_PARENT, FIND_ROOT,
-    FIXED, MODE_NAMES, OS_PREEMPTIVE, OS_SPIN, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, Program, register,
+from models.engine import state as ms
+from models.engine.program import (
+    BR_ALWAYS, BR_FAILED, BR_FULL, BR_MORE_ROWS, BR_OUTSIDE, EX, EXPONENTIAL, FIND_LEAF, FIND_PARENT,
+    FIND_ROOT, FIXED, MODE_NAMES, OS_PREEMPTIVE, OS_SPIN, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED,
+    Program, register,
 )
+from models.params import Param, ParameterError
 from models.result import TABLES, Result, build
+from models.workload import IndexSpec, LatchSpec, MemorySpec, Workload, simulate
 
 # The most of each size a drawn workload may take (the catalogue's own bound where it is lower): small runs, so
 # that many fit in the test's time.  Every other parameter is drawn over its whole catalogue range.

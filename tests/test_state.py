@@ -3,8 +3,8 @@
 import numpy as np
 from numba import njit
 
-from models import latch as lt
-from models import state as st
+from models.engine import latch as lt
+from models.engine import state as st
 
 
 @njit(cache=False)

@@ -206,7 +206,7 @@ def test_comparison_table_marks_what_was_fitted():
 
 
 def test_programs_have_three_loop_slots():
-    from models.program import Program
+    from models.engine.program import Program
 
     prog = Program()
     body = prog.cpu(1.0)

@@ -20,9 +20,9 @@ import pandas as pd
 
 import models
 from models import analytic, stored
-from models.engine import LatchSpec, Workload, simulate
-from models.program import EX, EXPONENTIAL, Program
+from models.engine.program import EX, EXPONENTIAL, Program
 from models.result import build
+from models.workload import LatchSpec, Workload, simulate
 
 FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0}
 

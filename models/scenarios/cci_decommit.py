@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import state as st
-from models.engine import Workload
+from models.engine import state as st
+from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
 from models.params import Param, ParameterError, Scenario, scheduling_params
-from models.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
+from models.workload import Workload
 
 PAGE_BYTES = 8_192
 MAX_CALLS = 5_000_000  # OS calls a run may make in all (bounds its events)

@@ -2,7 +2,7 @@
 
 Each query is a coordinator plus ``maxdop`` parallel workers.  The
 coordinator asks the default pool's resource semaphore for the query's
-grant (:mod:`models.grants`): ``grant_mb_per_dop`` per worker, capped at
+grant (:mod:`models.engine.grants`): ``grant_mb_per_dop`` per worker, capped at
 ``max_grant_percent`` of the pool's query memory (REQUEST_MAX_MEMORY_GRANT_PERCENT,
 25% by default).  The pool's query memory is 75% of ``max_server_memory_mb``; the
 regular semaphore's target is a little less, the rest kept for the
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import state as st
-from models.engine import MemorySpec, Workload
+from models.engine import state as st
+from models.engine.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
 from models.params import Param, ParameterError, Scenario, scheduling_params
-from models.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
+from models.workload import MemorySpec, Workload
 
 KB_PER_MB = 1024
 QUERY_MEMORY_SHARE = 0.75  # of max server memory, for query grants (Aschenbrenner 2018)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.engine import LatchSpec, Workload
+from models.engine.program import DISTRIBUTIONS, EX, Program
 from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
-from models.program import DISTRIBUTIONS, EX, Program
+from models.workload import LatchSpec, Workload
 
 PARAMS = (
     Param("workers", "int", 8, "", 1, 1024, help="worker threads contending for the latch"),

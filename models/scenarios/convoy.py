@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.engine import LatchSpec, Workload
+from models.engine.program import DISTRIBUTIONS, EX, Program
 from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
-from models.program import DISTRIBUTIONS, EX, Program
+from models.workload import LatchSpec, Workload
 
 PARAMS = (
     Param("arrival_rate_per_s", "float", 400.0, "req/s", 0.1, 1_000_000.0,

@@ -4,7 +4,7 @@ Each session makes ``inserts_per_session / batch_rows`` calls, each after
 ``think_us`` away from SQL Server (the client's round trip; seed 002's login
 check made it long).  A call spends ``cpu_before_us`` of CPU (parse, plan,
 the row's own work), then inserts ``batch_rows`` rows.  Each row's key comes
-from the key strategy at run time (:mod:`models.btree`), and its insert walks
+from the key strategy at run time (:mod:`models.engine.btree`), and its insert walks
 the index as SQL Server's does (Microsoft's latch-contention guide): SH on
 the root, SH on the leaf's parent, EX on the leaf, each parent released once
 its child is latched (latch coupling), ``cpu_under_us`` of work under the leaf
@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import state as st
-from models.engine import IndexSpec, LatchSpec, Workload
-from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
-from models.program import (
-    BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX,
-    EXPONENTIAL, FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT,
-    SCALED, SH, Program, register,
+from models.engine import state as st
+from models.engine.program import (
+    BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
+    FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, Program,
+    register,
 )
+from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.workload import IndexSpec, LatchSpec, Workload
 
 PAGE_ROW_BYTES = 8_096   # an 8,192-byte page less its 96-byte header
 SLOT_BYTES = 2           # each row's entry in the page's slot array
@@ -54,7 +54,7 @@ MAX_PAGES = 500_000      # pages a run may allocate: each has its latch and its 
 PARAMS = (
     Param("sessions", "int", 100, "", 1, 4096, help="sessions inserting concurrently"),
     Param("inserts_per_session", "int", 200, "rows", 1, 1_000_000, help="rows each session inserts"),
-    Param("key", "choice", "identity", choices=("identity", "guid", "reverse-bits", "hash-bucket", "partitioned"),
+    Param("key", "choice", "identity", choices=tuple(KEY_BYTES),
           help="leading clustered key: ascending identity, random GUID, bit-reversed identity, "
                "identity modulo buckets, or identity hash-partitioned"),
     Param("buckets", "int", 16, "", 1, 4096, help="hash buckets of the hash-bucket key"),

@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from models.engine import LatchSpec, Workload
+from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
 from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
-from models.program import DISTRIBUTIONS, EX, FIXED, Program
+from models.workload import LatchSpec, Workload
 
 EXTENT_PAGES = 8
 RECORDS_PER_EXTENT = 3

@@ -34,9 +34,9 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from models.engine import LatchSpec, Workload
+from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
 from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
-from models.program import DISTRIBUTIONS, EX, FIXED, Program
+from models.workload import LatchSpec, Workload
 
 CHUNK_BYTES = 8_000        # Randal: a version is appended in chunks of at most 8,000 bytes
 PAGE_RECORD_BYTES = 8_096  # an 8,192-byte page less its 96-byte header

@@ -12,8 +12,8 @@ constants, so an index is one multiply-add.  The column names below are the
 only place where the layout is written down; every kernel indexes with them.
 (numba compiles over plain arrays: a jitclass cannot be cached.)
 
-numba's cache keys a kernel on its own file only: after editing this module,
-clear the cache (``make clean``) or the engine may run with the old layout.
+The numba cache is keyed on every file of the engine (:mod:`models.engine.jit`),
+so an edit here recompiles every kernel that cuts these tables.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8
 SF_BUSY, SF_NCOLS = 0, 1
 
 # Latch integer columns: held counts per mode come first (KP..DT = 0..4); L_HELD has bit m set
-# while mode m is held, so a grant check is one mask test (models.latch).
+# while mode m is held, so a grant check is one mask test (models.engine.latch).
 (L_QHEAD, L_QTAIL, L_QLEN, L_POLICY, L_SPINNERS, L_ACQ, L_COLL, L_SPINS,
  L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_NCOLS) = range(5, 19)
 # Latch float columns.
@@ -72,8 +72,8 @@ SF_BUSY, SF_NCOLS = 0, 1
 # Per latch and mode wait statistics (float): count, time, max, signal time.
 LW_COUNT, LW_TIME, LW_MAX, LW_SIG, LW_NCOLS = range(5)
 
-FAIR, UNFAIR = 0, 1
-POLICIES = {"fair": FAIR, "unfair": UNFAIR}
+
+
 
 # Global integer cells.
 (G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
@@ -84,7 +84,7 @@ POLICIES = {"fair": FAIR, "unfair": UNFAIR}
  AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
  AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
  AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS,
- # The memory-grant semaphore (models.grants): KB granted, target and limit; its FIFO queue; counters.
+ # The memory-grant semaphore (models.engine.grants): KB granted, target and limit; its FIFO queue; counters.
  AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QHEAD, G_SEM_QTAIL, G_SEM_QLEN,
  G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOGN, G_JOIN_WAITS,
  # The serialised OS path (OSCALL): calls, and the calls made preemptively (a wait).
@@ -100,7 +100,7 @@ STATUS_DONE, STATUS_CHUNK, STATUS_EVENT_BOUND, STATUS_TIME_BOUND, STATUS_STUCK =
 
 # Event kinds on the heap.
 EV_CPU_DONE, EV_DISPATCHED, EV_SPIN_DONE, EV_BACKOFF_DONE, EV_WAKE, EV_SLEEP_DONE = 0, 1, 2, 3, 4, 5
-# Timers: a memory-grant time-out, and the start of a worker its query forked (models.engine.on_timer).
+# Timers: a memory-grant time-out, and the start of a worker its query forked (models.engine.loop.on_timer).
 EV_TIMEOUT, EV_START = 6, 7
 
 # An event is one int64 key beside its time: sequence number, kind and worker packed so that
@@ -121,7 +121,7 @@ ALF_REQUEST, ALF_GRANT, ALF_RUN, ALF_RELEASE, ALF_NCOLS = range(5)
 # Trace columns (int: worker, scheduler, state; float: start, end) and program columns (op, a, b, c).
 TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
 
-# B-tree cells (models.btree): the index's shape and counters, one row of int64.
+# B-tree cells (models.engine.btree): the index's shape and counters, one row of int64.
 (BT_STRATEGY, BT_CAPACITY, BT_FANOUT, BT_BUCKETS, BT_TREES, BT_COUNTER, BT_PAGES, BT_LEAVES,
  BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_GATE_LATCH0, BT_SCHEDULERS, BT_MID_SPLITS, BT_END_SPLITS,
  BT_NONLEAF_SPLITS, BT_HEATN, BT_OVERFLOW, BT_NCOLS) = range(18)

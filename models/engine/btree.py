@@ -11,7 +11,7 @@ holding at most ``capacity`` rows each (8,096 bytes of rows per 8 KB page).
 A page is one row of the ``pages`` table and its keys, in order, one row of
 ``keys``; ``leaves`` lists the leaf pages in key order, so finding a key's
 leaf is a binary search over their low bounds.  The engine calls these
-kernels from its instructions (:mod:`models.program`: ROW, FIND, BRANCH,
+kernels from its instructions (:mod:`models.engine.program`: ROW, FIND, BRANCH,
 INSERT, SPLIT); they only change the index, never a latch.  A split is SQL
 Server's: a key above every key on the full page starts an empty page at the
 end, any other key moves the upper half of the rows to a new page.
@@ -22,11 +22,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.rng import next_u64
-from models.state import (
-    BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEATN,
-    BT_LEAVES, BT_MID_SPLITS, BT_NONLEAF_SPLITS, BT_OVERFLOW, BT_PAGE_LATCH0, BT_PAGES, BT_ROOT_LATCH0,
-    BT_SCHEDULERS, BT_STRATEGY, BT_TREES, PG_LEVEL, PG_LOW, PG_PARENT, PG_ROWS, PG_TREE,
+from models.engine.jit import JIT_CALL
+from models.engine.program import (
+    BRANCH, BR_ALWAYS, BR_FORCED, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, FIND,
+    FIND_LEAF, FIND_ROOT, INSERT, ROW, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT,
+)
+from models.engine.rng import next_u64
+from models.engine.state import (
+    BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEATN, BT_LEAVES,
+    BT_MID_SPLITS, BT_NONLEAF_SPLITS, BT_OVERFLOW, BT_PAGES, BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_SCHEDULERS,
+    BT_STRATEGY, BT_TREES, GF_END, GRANT_FAILED, GRANT_FORCED, G_MAIN_LEFT, PG_LEVEL, PG_LOW, PG_PARENT,
+    PG_ROWS, PG_TREE, W_BATCH, W_KEY, W_OUTCOME, W_PAGE, W_REG0, W_SCALE, W_SCHED, tables,
 )
 
 # Key strategies: how the next row's clustered key is made.
@@ -240,3 +246,67 @@ def gate_latch(bt, tree, scheduler):
     if bt[BT_GATE_LATCH0] < 0:
         return -1
     return bt[BT_GATE_LATCH0] + tree * bt[BT_SCHEDULERS] + scheduler
+
+
+# ---------------------------------------------------------------- the index instructions
+
+
+@njit(**JIT_CALL)
+def index_step(mem, w, pc, now):
+    """Run one index instruction (ROW, FIND, BRANCH, INSERT, SPLIT) for ``w``; return the next address.
+
+    These only read and change the index (:mod:`models.engine.btree`) and the
+    worker's registers; the latches they name are taken by ACQUIREs.
+    """
+    t = tables(mem)
+    wi, bt, pages, leaves = t.wi, t.bt, t.pages, t.leaves
+    op, a, b = t.prog_i[pc, 0], t.prog_i[pc, 1], t.prog_i[pc, 2]
+    key = wi[w, W_KEY]
+    if op == ROW:
+        wi[w, W_KEY] = next_key(bt, t.rng)
+        if b == 1:
+            wi[w, W_BATCH] = t.prog_i[pc, 3]
+    elif op == FIND:
+        if b == FIND_ROOT:
+            tree = tree_of(key)
+            wi[w, W_REG0 + R_ROOT] = root_latch(bt, tree)
+            wi[w, W_REG0 + R_GATE] = gate_latch(bt, tree, wi[w, W_SCHED])
+        else:
+            leaf = leaf_of(bt, pages, leaves, key)
+            if b == FIND_LEAF:
+                wi[w, W_PAGE] = leaf
+                wi[w, W_REG0 + R_LEAF] = page_latch(bt, leaf)
+            else:
+                wi[w, W_REG0 + R_PARENT] = page_latch(bt, pages[leaf, PG_PARENT])
+    elif op == BRANCH:
+        page = wi[w, W_PAGE]
+        if b == BR_ALWAYS:
+            jump = True
+        elif b == BR_FULL:
+            jump = full(bt, pages, page)
+        elif b == BR_NOT_FULL:
+            jump = not full(bt, pages, page)
+        elif b == BR_PARENT_FULL:
+            jump = full(bt, pages, wi[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
+        elif b == BR_OUTSIDE:
+            jump = outside(bt, pages, leaves, page, key)
+        elif b == BR_MORE_ROWS:
+            jump = wi[w, W_BATCH] > 0
+        elif b == BR_FORCED:
+            jump = wi[w, W_OUTCOME] == GRANT_FORCED
+        else:  # BR_FAILED
+            jump = wi[w, W_OUTCOME] == GRANT_FAILED
+        if jump:
+            return a
+    elif op == INSERT:
+        insert(bt, pages, t.keys, t.heat, wi[w, W_PAGE], key, now)
+        wi[w, W_BATCH] -= 1
+    else:  # SPLIT
+        target, fresh, moved = split(bt, pages, leaves, t.keys, wi[w, W_PAGE], key)
+        if bt[BT_OVERFLOW] == 1:  # the page table is full: end the run (simulate() reports it)
+            t.gi[G_MAIN_LEFT] = 0
+            t.gf[GF_END] = now
+        wi[w, W_PAGE] = target
+        wi[w, W_REG0 + R_NEW] = page_latch(bt, fresh)
+        wi[w, W_SCALE] = moved
+    return pc + 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.clock import on_tick
+from models.engine.clock import on_tick
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -76,3 +76,12 @@ def draw(rng, ahead, k, dist, mean):
     log = ahead[k]
     ahead[k] = np.log1p(-uniform(rng))
     return on_tick(-mean * log)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def poisson_arrivals(rng, arrive, first, gap):
+    """Fill arrival times of workers ``first..`` with a Poisson stream from time 0 (gaps in whole ticks)."""
+    t = 0.0
+    for w in range(first, arrive.shape[0]):
+        t += on_tick(exponential(rng, gap))
+        arrive[w] = t

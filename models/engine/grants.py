@@ -15,9 +15,14 @@ from __future__ import annotations
 
 from numba import njit
 
-from models.state import (
-    G_SEM_GRANTED, G_SEM_LOGN, G_SEM_QHEAD, G_SEM_QLEN, G_SEM_QTAIL, G_SEM_TARGET, GL_GRANTED, GL_TIME,
-    GL_WAITERS, GRANT_WAITING, W_GNEXT, W_GRANTED, W_GWANT, W_OUTCOME,
+from models.engine.events import push_event
+from models.engine.jit import JIT_CALL
+from models.engine.scheduler import signal
+from models.engine.state import (
+    EV_TIMEOUT, FLAG_NONE, GF_SEM_MAXWAIT, GF_SEM_WAIT, GL_GRANTED, GL_TIME, GL_WAITERS, GRANT_FAILED,
+    GRANT_FORCED, GRANT_GRANTED, GRANT_WAITING, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT, G_SEM_LOGN,
+    G_SEM_QHEAD, G_SEM_QLEN, G_SEM_QTAIL, G_SEM_TARGET, G_SEM_TIMEOUTS, G_SEM_WAITS, WF_GDEADLINE, WF_GREQ,
+    WF_GTIMER, WF_GWAIT, W_GNEED, W_GNEXT, W_GRANTED, W_GWANT, W_OUTCOME, tables,
 )
 
 _JIT = dict(cache=True, _nrt=False, error_model="numpy", inline="always")  # small: inlined where used
@@ -94,3 +99,65 @@ def remove(gi, wi, w):
         gi[G_SEM_QTAIL] = prev
     wi[w, W_GNEXT] = -1
     gi[G_SEM_QLEN] -= 1
+
+
+# ---------------------------------------------------------------- waiting for a grant
+
+
+@njit(**JIT_CALL)
+def end_wait_for_grant(mem, w, now):
+    """``w``'s RESOURCE_SEMAPHORE wait is over (granted, forced or failed): count it and signal ``w``."""
+    t = tables(mem)
+    gi, gf, wf = t.gi, t.gf, t.wf
+    wait = now - wf[w, WF_GREQ]
+    wf[w, WF_GWAIT] = wait
+    gi[G_SEM_WAITS] += 1
+    gf[GF_SEM_WAIT] += wait
+    if wait > gf[GF_SEM_MAXWAIT]:
+        gf[GF_SEM_MAXWAIT] = wait
+    signal(mem, w, FLAG_NONE, now)
+
+
+@njit(**JIT_CALL)
+def serve_grants(mem, now):
+    """Grant the queue's requests in order while the head fits under the target (FIFO: no skipping)."""
+    t = tables(mem)
+    gi, wi = t.gi, t.wi
+    while True:
+        head = head_fits(gi, wi)
+        if head < 0:
+            break
+        remove(gi, wi, head)
+        give(gi, wi, head, wi[head, W_GWANT], GRANT_GRANTED)
+        end_wait_for_grant(mem, head, now)
+    log(gi, t.glog, now)
+
+
+@njit(**JIT_CALL)
+def on_grant_timeout(mem, w, now):
+    """A grant request's time-out fires.
+
+    A request still queued leaves the queue and is forced its required
+    minimum if that fits under the limit, else it fails (error 8645).  A
+    worker keeps one timer at a time: a timer left from a request that was
+    granted in time finds no request at its deadline and re-arms for the
+    worker's next request, if it has one.
+    """
+    t = tables(mem)
+    gi, wi, wf = t.gi, t.wi, t.wf
+    wf[w, WF_GTIMER] = -1.0
+    if wi[w, W_OUTCOME] != GRANT_WAITING:
+        return
+    if wf[w, WF_GDEADLINE] > now:
+        wf[w, WF_GTIMER] = wf[w, WF_GDEADLINE]
+        push_event(mem, wf[w, WF_GDEADLINE], EV_TIMEOUT, w, now)
+        return
+    remove(gi, wi, w)
+    if gi[G_SEM_GRANTED] + wi[w, W_GNEED] <= gi[G_SEM_LIMIT]:
+        give(gi, wi, w, wi[w, W_GNEED], GRANT_FORCED)
+        gi[G_SEM_FORCED] += 1
+    else:
+        wi[w, W_OUTCOME] = GRANT_FAILED
+        gi[G_SEM_TIMEOUTS] += 1
+    end_wait_for_grant(mem, w, now)
+    serve_grants(mem, now)

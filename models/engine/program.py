@@ -26,7 +26,7 @@ opcode         meaning (operands)
 ``SLEEP``      leave the scheduler for ``x`` us (``a`` = FIXED or
                EXPONENTIAL): time outside SQL Server, such as a client's
                round trip between calls; no wait type counts it.
-``ROW``        make the next row's clustered key (:mod:`models.btree`); with
+``ROW``        make the next row's clustered key (:mod:`models.engine.btree`); with
                ``b`` = 1 it also starts a call of ``c`` rows.
 ``FIND``       look the row's key up in the index: ``b`` = 0 names its root
                (and its flow-control gate), 1 its leaf's parent, 2 its leaf.
@@ -39,7 +39,7 @@ opcode         meaning (operands)
 ``GRANT``      ask the memory-grant semaphore for ``a`` KB (requested), with
                ``b`` KB required; wait in its FIFO queue for at most ``x``
                us, then take ``b`` KB if it fits under the limit (a forced
-               grant) or fail (error 8645) (:mod:`models.grants`).
+               grant) or fail (error 8645) (:mod:`models.engine.grants`).
 ``FREE``       return the worker's grant.
 ``FORK``       start the ``c`` workers after this one (the query's parallel
                workers) at address ``a``; they run under this worker's grant.
@@ -65,7 +65,7 @@ How the later chapters are expressed without a new event loop:
   SH on the root and the parent, EX on the leaf, each parent released once
   its child is latched; BRANCH sends a full leaf down the split path (EX on
   the parent, the allocation latch, SPLIT, a longer hold)
-  (:mod:`models.scenarios.last_page_insert`, :mod:`models.btree`).
+  (:mod:`models.scenarios.last_page_insert`, :mod:`models.engine.btree`).
 * **Version store** (APPEND_ONLY_STORAGE_INSERT_POINT, built): one EX latch
   guards the append point.  Each connection loops for ever over ``CPU(update)
   ; YIELD ; ACQUIRE(insert point, EX) ; CPU(hold) ; RELEASE ; UNIT``, one
@@ -88,9 +88,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.state import LOOP_SLOTS, REGISTERS
+from models.engine.state import LOOP_SLOTS, REGISTERS
 
-# Opcodes (the query instructions, GRANT and after, are run by models.engine.query_step).
+# Opcodes (the query instructions, GRANT and after, are run by models.engine.queries.query_step).
 (CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT, SLEEP, ROW, FIND, BRANCH, INSERT, SPLIT,
  GRANT, FREE, FORK, JOIN, OSCALL) = range(18)
 OPCODE_NAMES = ("CPU", "ACQUIRE", "RELEASE", "YIELD", "LOOP", "END", "UNIT", "SLEEP", "ROW", "FIND",
@@ -102,7 +102,7 @@ OS_SPIN, OS_PREEMPTIVE = 0, 1
 FIXED, EXPONENTIAL, SCALED = 0, 1, 2
 DISTRIBUTIONS = {"fixed": FIXED, "exponential": EXPONENTIAL}
 
-# Latch registers (models.state.W_REG0 ..): what FIND and SPLIT put in each.
+# Latch registers (models.engine.state.W_REG0 ..): what FIND and SPLIT put in each.
 R_ROOT, R_PARENT, R_LEAF, R_GATE, R_NEW = range(REGISTERS)
 # FIND stages and BRANCH conditions.
 FIND_ROOT, FIND_PARENT, FIND_LEAF = 0, 1, 2
@@ -115,7 +115,7 @@ def register(r: int) -> int:
         raise ValueError(f"register={r} is not a register: use 0 to {REGISTERS - 1}")
     return -1 - r
 
-# Latch modes, in the order of the compatibility matrix in models.latch.
+# Latch modes, in the order of the compatibility matrix in models.engine.latch.
 KP, SH, UP, EX, DT = 0, 1, 2, 3, 4
 MODE_NAMES = ("KP", "SH", "UP", "EX", "DT")
 
@@ -209,7 +209,7 @@ class Program:
         if not timeout_us > 0:
             raise ValueError(f"timeout_us={timeout_us} must be above 0")
         # One time-out for every request: a worker's timer left from an earlier request is then never due after
-        # a later request's deadline, so that timer can re-arm for it (models.engine.on_timer).
+        # a later request's deadline, so that timer can re-arm for it (models.engine.loop.on_timer).
         others = {x for op, x in zip(self.op, self.x) if op == GRANT} - {float(timeout_us)}
         if others:
             raise ValueError(f"timeout_us={timeout_us} differs from this table's other grants ({min(others)} us): "

@@ -1,0 +1,279 @@
+"""Latches: five modes, their compatibility matrix, a FIFO wait queue per latch, and every latch policy.
+
+The matrix is the one in Microsoft's latch-contention guide: KP is compatible
+with everything but DT; SH with KP, SH and UP; UP with KP and SH; EX with KP
+only; DT with nothing.  A latch row holds how many holders it has in each
+mode, so a request is grantable when every mode held is compatible with it.
+
+Latch policies (per latch):
+
+* fair: a release hands ownership to the head waiter (and to compatible
+  waiters right behind it) and signals it; the latch is owned but idle until
+  the new owner runs, so each contended hand-off costs wake-up, runnable
+  delay and a context switch.  Newcomers queue behind waiters.
+* unfair: a release frees the latch and signals the head waiter, which must
+  try again when it runs; any running requester may take the latch first
+  (barging).  A requester that finds the latch held spins ``spin_us`` per
+  round, backs off ``backoff_us * 2**k`` keeping its scheduler, and after
+  ``max_backoffs`` back-offs suspends in the FIFO queue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from models.engine.events import push_event
+from models.engine.jit import JIT_HOT, JIT_INLINE
+from models.engine.scheduler import give_up_scheduler, set_state, signal
+from models.engine.state import (
+    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ, AL_SUSPENDED, AL_WORKER,
+    BACKOFF, EV_BACKOFF_DONE, EV_SPIN_DONE, FLAG_GRANTED, FLAG_RETRY, G_LOGN, G_SAMPLEN, LF_BACKOFF_US,
+    LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_SPIN_US, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, L_ACQ, L_BACKOFFS,
+    L_COLL, L_HELD, L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, L_SPINNERS, L_SPINS,
+    L_SPINS_PER_ROUND, RUNNING, SF_BUSY, SPINNING, SUSPENDED, WF_CPU, WF_LATCHWAIT, WF_SIGACC, WF_SPIN,
+    WF_TENQ, WF_TREQ, WF_TSIG, WF_TSUSP, WF_WAITACC, W_ACQ, W_BACKOFFS, W_FLAG, W_LATCH, W_LOG, W_MODE, W_PC,
+    W_QNEXT, W_QSEQ, W_SCHED, W_WAITED, tables,
+)
+
+# COMPATIBLE[requested, held], modes in the order KP, SH, UP, EX, DT.
+COMPATIBLE = np.array([
+    [1, 1, 1, 1, 0],
+    [1, 1, 1, 0, 0],
+    [1, 1, 0, 0, 0],
+    [1, 0, 0, 0, 0],
+    [0, 0, 0, 0, 0],
+], dtype=np.int64)
+
+
+# The same matrix for the compiled code, as bit masks: bits 5 * requested .. 5 * requested + 4
+# are the held modes that conflict with the requested one.
+CONFLICTS = sum(1 << (5 * requested + held) for requested in range(5) for held in range(5)
+                if not COMPATIBLE[requested, held])
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def grantable(li, latch, mode):
+    """True when no mode currently held on ``latch`` conflicts with ``mode``."""
+    return li[latch, L_HELD] & (CONFLICTS >> (5 * mode)) & 31 == 0
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def hold(li, latch, mode):
+    """One more holder of ``latch`` in ``mode``."""
+    li[latch, mode] += 1
+    li[latch, L_HELD] |= 1 << mode
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def unhold(li, latch, mode):
+    """One holder of ``latch`` in ``mode`` fewer."""
+    li[latch, mode] -= 1
+    if li[latch, mode] == 0:
+        li[latch, L_HELD] &= ~(1 << mode)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def _account_queue(li, lf, latch, now):
+    """Add the queue length since the last change to the queue-length integral."""
+    lf[latch, LF_QAREA] += li[latch, L_QLEN] * (now - lf[latch, LF_QLAST])
+    lf[latch, LF_QLAST] = now
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def enqueue(li, lf, wi, wf, latch, w, now):
+    """Append worker ``w`` to the latch's FIFO wait queue."""
+    _account_queue(li, lf, latch, now)
+    tail = li[latch, L_QTAIL]
+    wi[w, W_QNEXT] = -1
+    if tail < 0:
+        li[latch, L_QHEAD] = w
+    else:
+        wi[tail, W_QNEXT] = w
+    li[latch, L_QTAIL] = w
+    li[latch, L_QLEN] += 1
+    wi[w, W_QSEQ] = li[latch, L_QSEQ]
+    li[latch, L_QSEQ] += 1
+    wf[w, WF_TENQ] = now
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def dequeue(li, lf, wi, wf, latch, now):
+    """Remove and return the head waiter of the latch (-1 if none)."""
+    w = li[latch, L_QHEAD]
+    if w < 0:
+        return -1
+    _account_queue(li, lf, latch, now)
+    nxt = wi[w, W_QNEXT]
+    li[latch, L_QHEAD] = nxt
+    if nxt < 0:
+        li[latch, L_QTAIL] = -1
+    wi[w, W_QNEXT] = -1
+    li[latch, L_QLEN] -= 1
+    lf[latch, LF_QRES] += now - wf[w, WF_TENQ]
+    return w
+
+
+# ---------------------------------------------------------------- policies
+#
+# A latch's policy decides three things, all in this section: whether a request is granted
+# (``acquire``), what a requester does when it is not (``wait_for_latch``), and what a release does
+# for the waiters (``release``).  A spinning policy also decides what a spin round's end does
+# (``on_spin_done``).  A new policy is a name in POLICIES and its branches here.
+
+FAIR, UNFAIR = 0, 1
+POLICIES = ("fair", "unfair")  # by code: the choices a scenario's ``policy`` parameter offers
+
+
+@njit(**JIT_HOT)
+def complete_acquire(mem, w, now):
+    """Record a finished acquire: the worker now runs holding the latch."""
+    t = tables(mem)
+    wi, wf, li, lf, lw, gi = t.wi, t.wf, t.li, t.lf, t.lw, t.gi
+    latch = wi[w, W_LATCH]
+    mode = wi[w, W_MODE]
+    latency = now - wf[w, WF_TREQ]
+    li[latch, L_ACQ] += 1
+    wi[w, W_ACQ] += 1
+    lf[latch, LF_LATSUM] += latency
+    samples = t.samples
+    n = gi[G_SAMPLEN]
+    if n < samples.shape[0]:
+        samples[n, 0] = latency
+        samples[n, 1] = latch
+        gi[G_SAMPLEN] = n + 1
+    if wi[w, W_WAITED] == 1:
+        wait = wf[w, WF_WAITACC]
+        lw[latch, mode, LW_COUNT] += 1
+        lw[latch, mode, LW_TIME] += wait
+        lw[latch, mode, LW_SIG] += wf[w, WF_SIGACC]
+        if wait > lw[latch, mode, LW_MAX]:
+            lw[latch, mode, LW_MAX] = wait
+        wf[w, WF_LATCHWAIT] += wait
+    log_i, log_f = t.log_i, t.log_f
+    if log_i.shape[0] > 0:  # without an acquire log, W_LOG is never set and stays -1
+        k = gi[G_LOGN]
+        if k < log_i.shape[0]:
+            log_i[k, AL_WORKER] = w
+            log_i[k, AL_LATCH] = latch
+            log_i[k, AL_MODE] = mode
+            log_i[k, AL_SUSPENDED] = wi[w, W_WAITED]
+            log_i[k, AL_QSEQ] = wi[w, W_QSEQ] if wi[w, W_WAITED] == 1 else -1
+            log_f[k, ALF_REQUEST] = wf[w, WF_TREQ]
+            log_f[k, ALF_GRANT] = wf[w, WF_TSIG] if wi[w, W_FLAG] == FLAG_GRANTED else now
+            log_f[k, ALF_RUN] = now
+            log_f[k, ALF_RELEASE] = -1.0
+            gi[G_LOGN] = k + 1
+            wi[w, W_LOG] = k
+        else:
+            wi[w, W_LOG] = -1
+    wi[w, W_LATCH] = -1
+
+
+@njit(**JIT_HOT)
+def acquire(mem, w, latch, mode, now):
+    """``w`` asks for ``latch`` in ``mode``: True if it holds it now, else it waits as the policy says.
+
+    A fair latch grants only when nobody is queued (newcomers queue behind
+    waiters); an unfair one grants whenever the modes held allow (barging).
+    """
+    t = tables(mem)
+    li = t.li
+    fair = li[latch, L_POLICY] == FAIR
+    if grantable(li, latch, mode) and (not fair or li[latch, L_QLEN] == 0):
+        hold(li, latch, mode)
+        complete_acquire(mem, w, now)
+        return True
+    wait_for_latch(mem, w, latch, fair, now)
+    return False
+
+
+@njit(**JIT_HOT)
+def spin_round(mem, w, now):
+    """Start one spin round on the latch ``w`` is acquiring (CPU time on its scheduler)."""
+    t = tables(mem)
+    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
+    latch = wi[w, W_LATCH]
+    set_state(mem, w, SPINNING, now)
+    li[latch, L_SPINNERS] += 1
+    li[latch, L_SPINS] += li[latch, L_SPINS_PER_ROUND]
+    dur = lf[latch, LF_SPIN_US]
+    wf[w, WF_CPU] += dur
+    wf[w, WF_SPIN] += dur
+    t.sf[wi[w, W_SCHED], SF_BUSY] += dur
+    push_event(mem, now + dur, EV_SPIN_DONE, w, now)
+
+
+@njit(**JIT_HOT)
+def suspend(mem, w, now):
+    """Suspend ``w`` in the FIFO queue of the latch it is acquiring."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
+    set_state(mem, w, SUSPENDED, now)
+    wi[w, W_WAITED] = 1
+    wf[w, WF_TSUSP] = now
+    enqueue(t.li, t.lf, wi, wf, wi[w, W_LATCH], w, now)
+    give_up_scheduler(mem, w, now)
+
+
+@njit(**JIT_HOT)
+def wait_for_latch(mem, w, latch, fair, now):
+    """The latch ``w`` asks for is not grantable now: suspend (fair) or start spinning (unfair)."""
+    if fair:
+        suspend(mem, w, now)
+    else:
+        t = tables(mem)
+        t.li[latch, L_COLL] += 1
+        t.wi[w, W_BACKOFFS] = 0
+        spin_round(mem, w, now)
+
+
+@njit(**JIT_HOT)
+def release(mem, w, latch, mode, now):
+    """Release ``latch`` held by ``w`` and hand it on (fair) or signal a waiter (unfair)."""
+    t = tables(mem)
+    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
+    unhold(li, latch, mode)
+    k = wi[w, W_LOG]
+    if k >= 0:
+        t.log_f[k, ALF_RELEASE] = now
+        wi[w, W_LOG] = -1
+    if li[latch, L_POLICY] == FAIR:
+        while li[latch, L_QLEN] > 0:
+            head = li[latch, L_QHEAD]
+            want = wi[head, W_MODE]
+            if not grantable(li, latch, want):
+                break
+            dequeue(li, lf, wi, wf, latch, now)
+            hold(li, latch, want)
+            signal(mem, head, FLAG_GRANTED, now)
+    elif li[latch, L_QLEN] > 0:
+        head = li[latch, L_QHEAD]
+        if grantable(li, latch, wi[head, W_MODE]):
+            dequeue(li, lf, wi, wf, latch, now)
+            signal(mem, head, FLAG_RETRY, now)
+
+
+@njit(**JIT_INLINE)
+def on_spin_done(mem, w, now):
+    """A spin round ended: take the latch if free (True: go on executing), else back off or suspend."""
+    t = tables(mem)
+    wi, li = t.wi, t.li
+    latch = wi[w, W_LATCH]
+    mode = wi[w, W_MODE]
+    li[latch, L_SPINNERS] -= 1
+    if grantable(li, latch, mode):
+        set_state(mem, w, RUNNING, now)
+        hold(li, latch, mode)
+        complete_acquire(mem, w, now)
+        wi[w, W_PC] += 1
+        return True
+    if wi[w, W_BACKOFFS] < li[latch, L_MAX_BACKOFFS]:
+        pause = t.lf[latch, LF_BACKOFF_US] * 2.0 ** wi[w, W_BACKOFFS]
+        wi[w, W_BACKOFFS] += 1
+        li[latch, L_BACKOFFS] += 1
+        set_state(mem, w, BACKOFF, now)
+        push_event(mem, now + pause, EV_BACKOFF_DONE, w, now)
+    else:
+        suspend(mem, w, now)
+    return False

@@ -1,0 +1,402 @@
+"""The event loop: SQLOS schedulers running worker programs against latches.
+
+One compiled loop serves every scenario.  Events sit in a binary heap keyed
+by (time, sequence number), so simultaneous events run in the order they were
+scheduled; task arrivals come from a sorted list and run before heap events
+at the same instant.  Each worker has at most one pending event, so the heap
+never holds more than one entry per worker.
+
+Scheduling follows SQLOS: a scheduler runs one worker at a time and never
+pre-empts it.  The worker gives the scheduler up when it suspends on a latch,
+ends, or reaches a yield point with its quantum used up while another worker
+is runnable (SOS_SCHEDULER_YIELD).  Every RUNNABLE -> RUNNING switch costs
+``context_switch_us`` of scheduler time.  A signalled worker becomes runnable
+``wakeup_us`` after the signal and is boosted to the head of its runnable
+queue, at most 1000 times in a row.
+
+Latch policies (fair, unfair) live in :mod:`models.engine.latch`.
+
+A run that stops before every worker is done (at ``max_sim_ms``, after
+``max_events``, when its measurement window closes, or with daemons still
+running as the last main worker ends) keeps only the elapsed part of what
+was under way, though a context switch, a CPU burst, a spin, a sleep or an
+OS call is charged in full when it starts (:func:`finish`).
+
+Queries (the memory chapter, :mod:`models.engine.queries`): a coordinator asks the memory-grant semaphore
+for its query's grant (:mod:`models.engine.grants`), waiting in its FIFO queue with
+a time-out timer; once granted or forced it starts its parallel workers
+(FORK), waits for them (JOIN) and frees the grant.  An OS call waits its
+turn in one serialised path, spinning (CPU) or preemptively (a wait).  These
+instructions run in :func:`query_step`, off the latch path, and add two
+timer events (:func:`on_timer`); a run that uses none of them does exactly
+what it did before they existed.
+
+How the loop is laid out, and why (``benchmarks/engine.py`` times it against
+a bare heap simulation of the same model):
+
+* State is one buffer (:mod:`models.engine.state`); every kernel takes its address
+  ``mem`` plus a few scalars, all passed in registers, and cuts the tables it
+  needs with the inlined :func:`models.engine.state.tables`.  The tables index
+  without numba's wraparound of negative indices (about 9% of the loop).
+* An event is a time and one int64 key (sequence, kind, worker packed so a
+  key compare is a sequence compare) in a binary heap sifted by moving a
+  hole, not by swaps.  Events due now go to a ring and skip the heap; an
+  event earlier than all pending ones waits in a front slot, where it would
+  otherwise have climbed to the root and been popped straight back out.
+  Any exact priority queue pops the same sequence, so none of this changes
+  a result.
+* The whole hot chain is inlined into :func:`run_events`, so an event costs
+  no call.  The kernels with a single call site (:func:`execute`,
+  :func:`pop_event`, :func:`on_dispatched`, :func:`on_spin_done`) are inlined
+  by numba (``inline="always"``); the ones called from several places
+  (``_HOT``: pushing an event, a hand-off, a dispatch, the statistics of an
+  acquire) carry LLVM's ``alwaysinline`` (numba's ``forceinline``): the cold
+  compile stayed within its 13-17 s noise, where numba's own inlining of the
+  same kernels made it 78 s.  Inlining the hand-off chain (``signal`` ->
+  ``wake`` -> ``try_dispatch``) matters most: with ``signal`` left a call, 64
+  contending workers ran 20% slower.  Yielding, ending and arrivals stay calls.
+* :func:`run_events` keeps the event count, the clock and the next arrival
+  in locals, and :func:`execute` the program counter, so the hot loop does
+  not reload them from the buffer after every store.  Its five-way branches
+  (event kind, opcode) are compare chains, not jump tables.
+* An exponential draw's logarithm (``log1p``, a call into the C library and
+  the slowest step of an acquire) is computed one draw ahead
+  (:func:`models.engine.rng.draw`): the loop never waits for it, and the processor
+  overlaps it with the next events' work.  Same values, same order.
+* Cheap checks first: a latch keeps a mask of the modes held, so a grant is
+  one mask test; a run without a trace or an acquire log tests one fixed size
+  and skips the rest; a woken worker whose scheduler is idle with nobody
+  runnable is switched to without passing through the runnable queue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from models.engine.btree import index_step
+from models.engine.events import WORKER_MASK, next_event_time, pop_event, push_event
+from models.engine.grants import on_grant_timeout
+from models.engine.jit import JIT_CALL, JIT_INLINE, branch_without_jump_tables
+from models.engine.latch import acquire, complete_acquire, on_spin_done, release, spin_round
+from models.engine.program import ACQUIRE, CPU, END, GRANT, LOOP, OSCALL, RELEASE, SCALED, SLEEP, UNIT, YIELD
+from models.engine.queries import end_child, query_step
+from models.engine.rng import draw
+from models.engine.scheduler import (
+    give_up_scheduler, on_arrival, on_sleep_done, set_state, sleep_worker, wake, yield_scheduler,
+)
+from models.engine.state import (
+    DONE, EV_BACKOFF_DONE, EV_CPU_DONE, EV_DISPATCHED, EV_SLEEP_DONE, EV_SPIN_DONE, EV_START, EV_WAKE,
+    EV_WORKER_BITS, FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, GF_END, GF_FRONT_T, GF_LOG_AHEAD,
+    GF_MAX_TIME, GF_NOW, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT, GF_QUANTUM,
+    GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_MAIN_LEFT, G_NEXT_ARRIVAL,
+    G_NOW_HEAD, G_NOW_LEN, G_STATUS, G_UNITS, LF_CONTCOST, LF_SPIN_US, L_QLEN, L_SPINNERS, L_SPINS,
+    L_SPINS_PER_ROUND, NEW, SF_BUSY, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
+    STATUS_TIME_BOUND, SUSPENDED, S_HEAD, S_LOAD, WF_ARRIVE, WF_CPU, WF_KERNEL, WF_OSSTART, WF_OSWAIT,
+    WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN, WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, W_BACKOFFS,
+    W_DAEMON, W_FLAG, W_LATCH, W_LOOP0, W_MODE, W_PARENT, W_PC, W_REG0, W_SCALE, W_SCHED, W_STATE, W_WAITED,
+    tables,
+)
+
+
+@njit(**JIT_INLINE)
+def execute(mem, w, now):
+    """Run worker ``w``'s program from its program counter until it must wait for time.
+
+    The common instructions are handled here; the rare outcomes (the latch is
+    taken, the quantum is up with others waiting, END) call kernels of their own.
+    """
+    t = tables(mem)
+    wi, wf, si, sf, li, lf = t.wi, t.wf, t.si, t.sf, t.li, t.lf
+    prog_i, prog_x = t.prog_i, t.prog_x
+    s = wi[w, W_SCHED]
+    pc = wi[w, W_PC]  # kept in a register; written back before every exit
+    while True:
+        op = prog_i[pc, 0]
+        a = prog_i[pc, 1]
+        b = prog_i[pc, 2]
+        if op == CPU:
+            if a == SCALED:
+                dur = prog_x[pc] * wi[w, W_SCALE]
+            else:
+                dur = draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc])
+            if b >= 0:
+                dur += lf[b, LF_CONTCOST] * (li[b, L_QLEN] + li[b, L_SPINNERS])
+            wi[w, W_PC] = pc + 1
+            wf[w, WF_CPU] += dur
+            sf[s, SF_BUSY] += dur
+            push_event(mem, now + dur, EV_CPU_DONE, w, now)
+            return
+        elif op == ACQUIRE:
+            if a < 0:  # a register: the latch the index walk put there, or none
+                a = wi[w, W_REG0 - 1 - a]
+                if a < 0:
+                    pc += 1
+                    continue
+            if wi[w, W_LATCH] != a:  # a fresh request, not a retry after a signal
+                wi[w, W_LATCH] = a
+                wi[w, W_MODE] = b
+                wi[w, W_WAITED] = 0
+                wi[w, W_BACKOFFS] = 0
+                wf[w, WF_TREQ] = now
+                wf[w, WF_WAITACC] = 0.0
+                wf[w, WF_SIGACC] = 0.0
+            if acquire(mem, w, a, b, now):
+                pc += 1
+            else:
+                wi[w, W_PC] = pc
+                return
+        elif op == RELEASE:
+            if a < 0:
+                a = wi[w, W_REG0 - 1 - a]
+            if a >= 0:
+                release(mem, w, a, b, now)
+            pc += 1
+        elif op == YIELD:
+            pc += 1
+            used = now - wf[w, WF_QSTART]
+            if used >= t.gf[GF_QUANTUM] - prog_x[pc - 1]:  # x: yield this much before the quantum ends
+                if si[s, S_HEAD] >= 0:
+                    wi[w, W_PC] = pc
+                    yield_scheduler(mem, w, now)
+                    return
+                if used >= t.gf[GF_QUANTUM]:
+                    wf[w, WF_QSTART] = now
+        elif op == LOOP:
+            slot = W_LOOP0 + b
+            count = wi[w, slot] + 1
+            if count < prog_i[pc, 3]:
+                wi[w, slot] = count
+                pc = a
+            else:
+                wi[w, slot] = 0
+                pc += 1
+        elif op == END:
+            wi[w, W_PC] = pc
+            end_worker(mem, w, now)
+            return
+        elif op == UNIT:
+            t.gi[G_UNITS] += 1
+            pc += 1
+        elif op == SLEEP:
+            wi[w, W_PC] = pc + 1
+            sleep_worker(mem, w, draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc]), now)
+            return
+        elif op < GRANT:  # the index instructions
+            pc = index_step(mem, w, pc, now)
+        else:  # the query instructions: memory grants, parallel workers, OS calls
+            pc = query_step(mem, w, pc, now)
+            if pc < 0:
+                return
+
+
+@njit(**JIT_INLINE)
+def on_dispatched(mem, w, now):
+    """The context switch is over: ``w`` runs with a fresh quantum (and goes on executing)."""
+    t = tables(mem)
+    wi, wf, gf = t.wi, t.wf, t.gf
+    wf[w, WF_QSTART] = now
+    flag = wi[w, W_FLAG]
+    if flag == FLAG_GRANTED or flag == FLAG_RETRY:
+        wf[w, WF_WAITACC] += now - wf[w, WF_TSUSP]
+        wf[w, WF_SIGACC] += now - wf[w, WF_TSIG]
+    if flag == FLAG_GRANTED:
+        complete_acquire(mem, w, now)
+        wi[w, W_PC] += 1
+    elif flag == FLAG_YIELDED:
+        wait = now - wf[w, WF_TSIG]
+        gf[GF_YIELD_WAIT] += wait
+        if wait > gf[GF_YIELD_MAX]:
+            gf[GF_YIELD_MAX] = wait
+    wi[w, W_FLAG] = FLAG_NONE
+
+
+@njit(**JIT_CALL)
+def end_worker(mem, w, now):
+    """``w`` reached END: it is done and leaves its scheduler; the run ends with the last main worker."""
+    t = tables(mem)
+    gi = t.gi
+    set_state(mem, w, DONE, now)
+    t.si[t.wi[w, W_SCHED], S_LOAD] -= 1
+    if t.wi[w, W_DAEMON] == 0:
+        gi[G_MAIN_LEFT] -= 1
+        if gi[G_MAIN_LEFT] == 0:
+            t.gf[GF_END] = now
+    parent = t.wi[w, W_PARENT]
+    if parent >= 0:
+        end_child(mem, parent, now)
+    give_up_scheduler(mem, w, now)
+
+
+@njit(**JIT_CALL)
+def on_timer(mem, w, kind, now):
+    """A timer fires: a forked worker starts, or a grant request's time-out is due."""
+    if kind == EV_START:
+        on_arrival(mem, w, now)
+    else:
+        on_grant_timeout(mem, w, now)
+
+
+@njit(**JIT_INLINE)
+def give_back_unelapsed(mem, key, due, end):
+    """Give back what was charged, ahead of time, for the part after ``end`` of pending event ``key`` (due at ``due``).
+
+    A context switch, CPU burst, spin round, sleep or OS call is charged in
+    full when it starts, since its length is known then; a run that stops at
+    ``end`` before it is over keeps only its elapsed part.  A back-off, a
+    wake-up and the timers charge nothing ahead.  A worker in a preemptive
+    OS call is SUSPENDED (a sleeper is SLEEPING) and has waited since its
+    last change of state: that wait, so far, counts towards the longest one.
+    """
+    t = tables(mem)
+    wi, wf, sf, gf = t.wi, t.wf, t.sf, t.gf
+    kind = (key >> EV_WORKER_BITS) & 7
+    w = key & WORKER_MASK
+    os_wait = kind == EV_SLEEP_DONE and wi[w, W_STATE] == SUSPENDED
+    if os_wait:
+        gf[GF_OS_MAXWAIT] = max(gf[GF_OS_MAXWAIT], end - wf[w, WF_TSTATE])
+    over = due - end
+    if over <= 0.0:
+        return
+    s = wi[w, W_SCHED]
+    os_call = os_wait
+    if kind == EV_DISPATCHED:  # a context switch: the scheduler's time, no worker's
+        sf[s, SF_BUSY] -= over
+    elif kind == EV_SPIN_DONE:  # the round's spins are spread evenly over it
+        latch = wi[w, W_LATCH]
+        spins, round_us = t.li[latch, L_SPINS_PER_ROUND], t.lf[latch, LF_SPIN_US]
+        t.li[latch, L_SPINS] -= spins - int(spins * (round_us - over) / round_us)
+        wf[w, WF_SPIN] -= over
+        wf[w, WF_CPU] -= over
+        sf[s, SF_BUSY] -= over
+    elif kind == EV_CPU_DONE:
+        wf[w, WF_CPU] -= over
+        sf[s, SF_BUSY] -= over
+        if t.prog_i[wi[w, W_PC] - 1, 0] == OSCALL:  # spinning in the kernel, queued or working
+            os_call = True
+            wf[w, WF_KERNEL] -= over
+            gf[GF_OS_KERNEL] -= over
+    elif os_wait:
+        wf[w, WF_OSWAIT] -= over
+        gf[GF_OS_WAIT] -= over
+        gf[GF_OS_KERNEL] -= due - max(wf[w, WF_OSSTART], end)  # the kernel's work, not the queueing
+    elif kind == EV_SLEEP_DONE:
+        wf[w, WF_SLEPT] -= over
+    if os_call:  # the serialised path: the call queued until its start, then was worked on until ``due``
+        start = wf[w, WF_OSSTART]
+        gf[GF_OS_QUEUE] -= max(start - end, 0.0)
+        gf[GF_OS_BUSY] -= due - max(start, end)
+
+
+@njit(**JIT_CALL)
+def finish(mem, end):
+    """End the run at ``end``: keep only the elapsed part of what was under way, and close open trace intervals.
+
+    What is under way is what the pending events end: the ring's (due now,
+    at ``end``), the front slot's and the heap's.
+    """
+    t = tables(mem)
+    gi, gf, wi, ring = t.gi, t.gf, t.wi, t.ring
+    in_ring, in_front = gi[G_NOW_LEN], gi[G_FRONT]
+    for i in range(in_ring + in_front + gi[G_HEAPN]):
+        if i < in_ring:
+            key, due = ring[(gi[G_NOW_HEAD] + i) % ring.shape[0]], end
+        elif i < in_ring + in_front:
+            key, due = gi[G_FRONT_K], gf[GF_FRONT_T]
+        else:
+            key, due = t.heap_k[i - in_ring - in_front], t.heap_t[i - in_ring - in_front]
+        give_back_unelapsed(mem, key, due, end)
+    for w in range(wi.shape[0]):
+        state = wi[w, W_STATE]
+        if state != DONE and state != NEW:
+            set_state(mem, w, DONE, end)
+
+
+@njit(**JIT_CALL)
+def run_events(mem, max_events, chunk_end):
+    """Process events until the main workers finish, a bound is hit or the chunk ends.
+
+    Immediate events (due now) come first, then the earlier of the next task
+    arrival and the heap's root; an arrival wins a tie.  Each event goes to its
+    handler; :func:`execute` then runs the worker's program if the handler says so.
+    The event count, the clock and the next arrival time live in locals and are
+    written back to the buffer when the loop returns (no kernel reads them).
+    """
+    branch_without_jump_tables()
+    t = tables(mem)
+    gi, gf, wf, order, ring = t.gi, t.gf, t.wf, t.order, t.ring
+    n_arrivals = order.shape[0]
+    events = gi[G_EVENTS]
+    limit = min(max_events, chunk_end)
+    max_time = gf[GF_MAX_TIME]
+    now = gf[GF_NOW]
+    k = gi[G_NEXT_ARRIVAL]
+    t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+    status = STATUS_CHUNK
+    while True:
+        if gi[G_MAIN_LEFT] == 0:
+            status = STATUS_DONE
+            break
+        if events >= limit:
+            if events >= max_events:
+                status = STATUS_EVENT_BOUND
+            break
+        if gi[G_NOW_LEN] > 0:  # immediate events first
+            head = gi[G_NOW_HEAD]
+            key = ring[head]
+            gi[G_NOW_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
+            gi[G_NOW_LEN] -= 1
+        else:
+            t_event = next_event_time(mem)
+            if t_arrival == np.inf and t_event == np.inf:  # nothing left to happen, yet main workers are not done
+                status = STATUS_STUCK
+                break
+            when = min(t_arrival, t_event)
+            if when > max_time:
+                status = STATUS_TIME_BOUND
+                break
+            now = when
+            if t_arrival <= t_event:
+                events += 1
+                w = order[k]
+                k += 1
+                t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+                on_arrival(mem, w, now)
+                continue
+            key = pop_event(mem)
+        events += 1
+        kind = (key >> EV_WORKER_BITS) & 7
+        w = key & WORKER_MASK
+        if kind == EV_CPU_DONE:
+            go = True
+        elif kind == EV_DISPATCHED:
+            on_dispatched(mem, w, now)
+            go = True
+        elif kind == EV_SPIN_DONE:
+            go = on_spin_done(mem, w, now)
+        elif kind == EV_BACKOFF_DONE:
+            spin_round(mem, w, now)
+            go = False
+        elif kind == EV_WAKE:
+            wake(mem, w, now)
+            go = False
+        elif kind == EV_SLEEP_DONE:
+            on_sleep_done(mem, w, now)
+            go = False
+        else:  # the timers: a grant time-out, a forked worker's start
+            on_timer(mem, w, kind, now)
+            go = False
+        if go:
+            execute(mem, w, now)
+    gi[G_EVENTS] = events
+    gi[G_NEXT_ARRIVAL] = k
+    gf[GF_NOW] = now
+    if status == STATUS_CHUNK:
+        return STATUS_CHUNK
+    if status == STATUS_DONE:
+        finish(mem, gf[GF_END])
+    else:
+        gf[GF_END] = now
+        finish(mem, now)
+    gi[G_STATUS] = status
+    return status

@@ -1,0 +1,256 @@
+"""SQLOS schedulers: one runnable queue per scheduler, a linked list over the worker rows.
+
+A worker is in at most one runnable queue, so ``W_NEXT``/``W_PREV`` on the
+worker row are enough for a deque with O(1) push at either end: the head is
+where a signalled (boosted) worker goes, the tail where a yielding or newly
+arrived worker goes.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from models.engine.events import push_event
+from models.engine.jit import JIT_CALL, JIT_HOT
+from models.engine.state import (
+    EV_DISPATCHED, EV_SLEEP_DONE, EV_WAKE, FLAG_YIELDED, GF_OS_MAXWAIT, GF_SWITCH, GF_WAKEUP, G_TRACEN,
+    G_YIELDS, MAX_BOOSTS_IN_A_ROW, NEW, RUNNABLE, RUNNING, SF_BUSY, SLEEPING, SUSPENDED, S_BOOSTRUN, S_CUR,
+    S_HEAD, S_LOAD, S_QLEN, S_SWITCHES, S_TAIL, WF_SLEPT, WF_TSIG, WF_TSTATE, W_BOOSTED, W_FLAG, W_NEXT, W_PC,
+    W_PREV, W_SCHED, W_STATE, tables,
+)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def push_back(si, wi, s, w):
+    """Append worker ``w`` to the tail of scheduler ``s``'s runnable queue."""
+    tail = si[s, S_TAIL]
+    wi[w, W_PREV] = tail
+    wi[w, W_NEXT] = -1
+    if tail < 0:
+        si[s, S_HEAD] = w
+    else:
+        wi[tail, W_NEXT] = w
+    si[s, S_TAIL] = w
+    si[s, S_QLEN] += 1
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def push_front(si, wi, s, w):
+    """Put worker ``w`` at the head of scheduler ``s``'s runnable queue."""
+    head = si[s, S_HEAD]
+    wi[w, W_NEXT] = head
+    wi[w, W_PREV] = -1
+    if head < 0:
+        si[s, S_TAIL] = w
+    else:
+        wi[head, W_PREV] = w
+    si[s, S_HEAD] = w
+    si[s, S_QLEN] += 1
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def pop_front(si, wi, s):
+    """Remove and return the head of scheduler ``s``'s runnable queue (-1 if empty)."""
+    w = si[s, S_HEAD]
+    if w < 0:
+        return -1
+    nxt = wi[w, W_NEXT]
+    si[s, S_HEAD] = nxt
+    if nxt < 0:
+        si[s, S_TAIL] = -1
+    else:
+        wi[nxt, W_PREV] = -1
+    wi[w, W_NEXT] = -1
+    si[s, S_QLEN] -= 1
+    return w
+
+
+# ---------------------------------------------------------------- workers on schedulers
+
+
+@njit(**JIT_HOT)
+def set_state(mem, w, state, now):
+    """Move worker ``w`` to ``state``, closing its previous interval in the trace."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
+    old = wi[w, W_STATE]
+    if old == state:
+        return
+    trace_i = t.trace_i
+    if trace_i.shape[0] > 0 and old < NEW and now > wf[w, WF_TSTATE]:  # a run without a trace skips it all
+        gi, trace_f = t.gi, t.trace_f
+        n = gi[G_TRACEN]
+        if n < trace_i.shape[0]:
+            trace_i[n, 0] = w
+            trace_i[n, 1] = wi[w, W_SCHED]
+            trace_i[n, 2] = old
+            trace_f[n, 0] = wf[w, WF_TSTATE]
+            trace_f[n, 1] = now
+            gi[G_TRACEN] = n + 1
+    wi[w, W_STATE] = state
+    wf[w, WF_TSTATE] = now
+
+
+@njit(**JIT_HOT)
+def switch_to(mem, s, w, boosted, now):
+    """Scheduler ``s`` switches to worker ``w``, which runs once the context switch is over.
+
+    A run of boosted workers is counted so that boosting stops after
+    ``MAX_BOOSTS_IN_A_ROW``; a worker that was not boosted ends the run.
+    """
+    t = tables(mem)
+    si, sf, gf = t.si, t.sf, t.gf
+    si[s, S_CUR] = w
+    if not boosted:
+        si[s, S_BOOSTRUN] = 0
+    si[s, S_SWITCHES] += 1
+    sf[s, SF_BUSY] += gf[GF_SWITCH]
+    set_state(mem, w, RUNNING, now)
+    push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
+
+
+@njit(**JIT_HOT)
+def try_dispatch(mem, s, now):
+    """If scheduler ``s`` is free, switch to the head of its runnable queue."""
+    t = tables(mem)
+    wi, si = t.wi, t.si
+    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
+        return
+    w = pop_front(si, wi, s)
+    boosted = wi[w, W_BOOSTED] == 1
+    wi[w, W_BOOSTED] = 0
+    switch_to(mem, s, w, boosted, now)
+
+
+@njit(**JIT_HOT)
+def make_runnable(mem, w, boost, now):
+    """Put ``w`` in its scheduler's runnable queue, at the head if boosted."""
+    t = tables(mem)
+    wi, si = t.wi, t.si
+    s = wi[w, W_SCHED]
+    set_state(mem, w, RUNNABLE, now)
+    if boost and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
+        si[s, S_BOOSTRUN] += 1
+        wi[w, W_BOOSTED] = 1
+        push_front(si, wi, s, w)
+    else:
+        if boost:
+            si[s, S_BOOSTRUN] = 0
+        wi[w, W_BOOSTED] = 0
+        push_back(si, wi, s, w)
+
+
+@njit(**JIT_HOT)
+def wake(mem, w, now):
+    """A signalled worker's wake-up is over: it is runnable, boosted, and may get its scheduler.
+
+    On a free scheduler with nobody runnable (the common case when each
+    worker has a scheduler of its own), the worker is switched to at once:
+    queueing it and taking it straight back out changes nothing but time.
+    """
+    t = tables(mem)
+    si = t.si
+    s = t.wi[w, W_SCHED]
+    if si[s, S_CUR] < 0 and si[s, S_HEAD] < 0 and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
+        si[s, S_BOOSTRUN] += 1
+        switch_to(mem, s, w, True, now)
+    else:
+        make_runnable(mem, w, True, now)
+        try_dispatch(mem, s, now)
+
+
+@njit(**JIT_HOT)
+def signal(mem, w, flag, now):
+    """Signal suspended worker ``w``; it becomes runnable after the wake-up cost."""
+    t = tables(mem)
+    t.wi[w, W_FLAG] = flag
+    t.wf[w, WF_TSIG] = now
+    if t.gf[GF_WAKEUP] > 0.0:
+        push_event(mem, now + t.gf[GF_WAKEUP], EV_WAKE, w, now)
+    else:
+        wake(mem, w, now)
+
+
+@njit(**JIT_HOT)
+def give_up_scheduler(mem, w, now):
+    """Worker ``w`` leaves its scheduler; the next runnable worker gets it."""
+    t = tables(mem)
+    s = t.wi[w, W_SCHED]
+    t.si[s, S_CUR] = -1
+    try_dispatch(mem, s, now)
+
+
+@njit(**JIT_CALL)
+def yield_scheduler(mem, w, now):
+    """``w`` used up its quantum and another worker is runnable: go to the tail of the queue."""
+    t = tables(mem)
+    wi, wf = t.wi, t.wf
+    s = wi[w, W_SCHED]
+    t.gi[G_YIELDS] += 1
+    wi[w, W_FLAG] = FLAG_YIELDED
+    wf[w, WF_TSIG] = now
+    t.si[s, S_CUR] = -1
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, s, now)
+
+
+@njit(**JIT_CALL)
+def leave_scheduler_waiting(mem, w, pc, now):
+    """``w`` suspends (its program goes on at ``pc`` when it runs again) and gives its scheduler up."""
+    tables(mem).wi[w, W_PC] = pc
+    set_state(mem, w, SUSPENDED, now)
+    give_up_scheduler(mem, w, now)
+
+
+@njit(**JIT_CALL)
+def sleep_worker(mem, w, dur, now):
+    """``w`` leaves its scheduler for ``dur`` us (outside SQL Server: no wait type counts it)."""
+    t = tables(mem)
+    t.wf[w, WF_SLEPT] += dur
+    set_state(mem, w, SLEEPING, now)
+    give_up_scheduler(mem, w, now)
+    push_event(mem, now + dur, EV_SLEEP_DONE, w, now)
+
+
+@njit(**JIT_CALL)
+def on_sleep_done(mem, w, now):
+    """A sleep or a preemptive OS call is over: ``w`` joins the tail of its scheduler's runnable queue.
+
+    It goes there as a new request would.  A worker in an OS call has been
+    SUSPENDED since the call (a sleeper is SLEEPING): its wait began at its
+    last change of state.
+    """
+    t = tables(mem)
+    if t.wi[w, W_STATE] == SUSPENDED:  # the longest OS wait is taken as waits end (and at a cut: finish)
+        t.gf[GF_OS_MAXWAIT] = max(t.gf[GF_OS_MAXWAIT], now - t.wf[w, WF_TSTATE])
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, t.wi[w, W_SCHED], now)
+
+
+@njit(**JIT_CALL)
+def cpu_demand(si, s):
+    """Workers running or runnable on scheduler ``s``."""
+    return si[s, S_QLEN] + (1 if si[s, S_CUR] >= 0 else 0)
+
+
+@njit(**JIT_CALL)
+def on_arrival(mem, w, now):
+    """A task arrives: bind it to its scheduler and make it runnable.
+
+    An unbound task goes to the least-loaded scheduler: the fewest workers
+    running or runnable, then the fewest tasks, then the lowest index.
+    """
+    t = tables(mem)
+    wi, si = t.wi, t.si
+    s = wi[w, W_SCHED]
+    if s < 0:
+        s = 0
+        for k in range(1, si.shape[0]):
+            dk, ds = cpu_demand(si, k), cpu_demand(si, s)
+            if dk < ds or (dk == ds and si[k, S_LOAD] < si[s, S_LOAD]):
+                s = k
+        wi[w, W_SCHED] = s
+    si[s, S_LOAD] += 1
+    t.wf[w, WF_TSTATE] = now
+    make_runnable(mem, w, False, now)
+    try_dispatch(mem, s, now)
