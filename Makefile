@@ -70,8 +70,8 @@ lab: install vendor
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root)
 
 sweep: install
-	@names="$$($(PY) -c 'from models.sweep import sweeps; print(" ".join(sorted(sweeps())))')"; \
-	if [ -z "$$names" ]; then echo "no sweeps under models/sweeps/"; exit 1; fi; \
+	@names="$$($(PY) -c 'from models.book.sweep import sweeps; print(" ".join(sorted(sweeps())))')"; \
+	if [ -z "$$names" ]; then echo "no sweeps under models/book/sweeps/"; exit 1; fi; \
 	for name in $$names; do echo "+ python -m models sweep $$name"; $(PY) -m models sweep "$$name"; done
 
 # Stored outputs for nbval, with no widget state (see scripts/execute_notebooks.py).

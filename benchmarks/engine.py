@@ -5,7 +5,7 @@ CPU, think for an exponential time with mean 10x the hold, then take one EX
 latch for an exponential hold; no switch or wake-up cost.  Four programs
 simulate it:
 
-* the engine (``models.engine.simulate``: the event loop alone, and
+* the engine (``models.workload.simulate``: the event loop alone, and
   ``models.run``: with validation and the DMV-shaped Result);
 * ``benchmarks/bare_des.py``: the same model as a bare compiled heap
   simulation, written apart from the engine (the floor the engine is held to);
@@ -111,7 +111,7 @@ def closed_params(workers: int, acquires: int) -> dict:
 def engine_loop(workers: int, acquires: int):
     """A callable that runs only the event loop (``simulate``) on a workload built beforehand."""
     import models
-    from models.engine import simulate
+    from models.workload import simulate
     from models.params import resolve
 
     spec = models.scenarios()["closed-latch"]
@@ -157,7 +157,7 @@ def startup_times() -> dict[str, dict[str, float]]:
 
 def sweep_scaling() -> dict[str, float]:
     """Best wall time of one sweep (every replication) at 1 and 2 jobs, pool start-up included."""
-    from models.sweep import run_sweep, sweeps
+    from models.book.sweep import run_sweep, sweeps
 
     sweep = sweeps()[SWEEP]
     out = {"sweep": SWEEP, "runs": len(sweep.points()) * sweep.replications}

@@ -13,7 +13,8 @@ import difflib
 import warnings
 from typing import Any, Callable
 
-from models.params import MAX_SIM_MS, Param, ParameterError, Scenario, check_run_options, resolve, shown
+from models.params import MAX_SIM_MS, Param, ParameterError, check_run_options, resolve, shown
+from models.scenarios.base import Scenario
 from models.result import Result, build
 from models.scenarios import CATALOGUE
 from models.workload import simulate
@@ -44,7 +45,8 @@ def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_e
     timeline; ``record_acquires`` keeps a log of that many acquires;
     ``max_events`` (0: scaled to the workload) and ``max_sim_ms`` bound the
     run, which then comes back flagged ``truncated``; ``progress`` is called
-    with the fraction done between chunks of events.
+    with 0.0 once the input has passed every check, then with the fraction
+    done between chunks of events.
     """
     spec = get_scenario(scenario)
     values = resolve(spec, params)
@@ -53,6 +55,8 @@ def run(scenario: str, *, trace_events: int = 0, record_acquires: int = 0, max_e
     options = check_run_options({"trace_events": trace_events, "record_acquires": record_acquires,
                                  "max_events": max_events, "max_sim_ms": max_sim_ms})
     workload = spec.build(values)
+    if progress is not None:
+        progress(0.0)  # the input passed every check: the run starts (and compiles, on a cold cache)
     raw = simulate(workload, values["seed"], progress=progress, **options)
     result = build(raw, spec.name, values, values["seed"])
     if result.truncated:

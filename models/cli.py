@@ -21,28 +21,16 @@ import json
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 import models
-from models.params import RUN_OPTIONS, Param, ParameterError, Scenario, resolve
+from models.params import RUN_OPTIONS, Param, ParameterError
+from models.scenarios.base import Scenario
 from models.result import Result
 
 COMPILING = "compiling the engine (first run only)..."
-
-# What each scenario's throughput_per_s counts (None: the workload counts nothing; it has per-query tables).
-# Neither Scenario nor Result names it, so it lives here; tests/test_cli.py holds it to the catalogue.
-THROUGHPUT_COUNTS: dict[str, str | None] = {
-    "convoy": "latch acquires",  # one per request
-    "closed-latch": "latch acquires",
-    "parallel-insert": "log records",
-    "last-page-insert": "rows",
-    "version-store": "updates",
-    "cci-insert": None,
-    "cci-decommit": None,
-}
-
 
 # models.run's other keywords, refused by name: the scenario is named before the assignments, and
 # progress takes a Python function.
@@ -91,15 +79,14 @@ def _entry(spec: Scenario, name: str) -> Param:
     raise ParameterError(f"{spec.name} has no parameter {name!r}{hint}")
 
 
-def parse(spec: Scenario, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The scenario parameters and run options ``items`` set, checked as models.run checks them."""
-    params: dict[str, Any] = {}
-    options: dict[str, Any] = {}
+def parse(spec: Scenario, items: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The scenario parameters and run options ``items`` set, as typed: models.run checks their values (once)."""
+    params: dict[str, str] = {}
+    options: dict[str, str] = {}
     run_options = {o.name for o in RUN_OPTIONS}
     for name, text in _assignments(items).items():
-        value = _entry(spec, name).check(text)  # the one check models.run makes too
-        (options if name in run_options else params)[name] = value
-    resolve(spec, params)  # ranges and combinations, before anything compiles
+        _entry(spec, name)  # a name neither a parameter nor a run option: refused here, with the closest one
+        (options if name in run_options else params)[name] = text
     return params, options
 
 
@@ -183,11 +170,25 @@ def engine_cache_is_cold() -> bool:
         return False
 
 
+def _say_compiling_once(cold: bool) -> Callable[[float], None]:
+    """A progress callback that says, when the checked run starts, that the engine compiles (if its cache is cold)."""
+    said = [not cold]
+
+    def progress(_done: float) -> None:
+        if not said[0]:
+            print(COMPILING, file=sys.stderr, flush=True)
+            said[0] = True
+    return progress
+
+
 def _run_with_warnings(name: str, params: dict[str, Any], options: dict[str, Any]) -> Result:
-    """models.run, with each warning it raises (a truncated run) printed as one ``warning:`` line on stderr."""
+    """models.run, with each warning it raises (a truncated run) printed as one ``warning:`` line on stderr.
+
+    The input is checked by models.run itself; only a run that passed its checks says it is compiling.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)  # recorded every time, whatever the caller's filters
-        result = models.run(name, **params, **options)
+        result = models.run(name, progress=_say_compiling_once(engine_cache_is_cold()), **params, **options)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     return result
@@ -195,8 +196,8 @@ def _run_with_warnings(name: str, params: dict[str, Any], options: dict[str, Any
 
 def _headline(result: Result) -> str:
     """Elapsed time, throughput with what it counts, and the truncation flag."""
-    counts = THROUGHPUT_COUNTS.get(result.scenario, "units of work")
-    rate = f"throughput {result.throughput_per_s:,.1f} {counts}/s" if counts else "throughput not counted"
+    throughput = models.get_scenario(result.scenario).throughput
+    rate = f"throughput {throughput.per_s(result):,.1f} {throughput.counts}/s"
     flag = f"  TRUNCATED: {result.truncated_reason}" if result.truncated else ""
     return f"{result.scenario}: elapsed {result.elapsed_ms:,.3f} ms, {rate}{flag}"
 
@@ -213,8 +214,6 @@ def _run(scenario: str | None, assignments: list[str], as_json: bool) -> None:
                              f"one of {', '.join(models.scenarios())} (python -m models list shows their parameters)")
     spec = models.get_scenario(scenario)
     params, options = parse(spec, assignments)
-    if engine_cache_is_cold():
-        print(COMPILING, file=sys.stderr, flush=True)
     result = _run_with_warnings(spec.name, params, options)
     if as_json:
         print(result.to_json())
@@ -233,8 +232,8 @@ def _run(scenario: str | None, assignments: list[str], as_json: bool) -> None:
 
 def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | None, start_s: float,
               xevents: bool) -> None:
-    """Print the CSV a capture of the scenario's run would give (see models.snapshot)."""
-    from models.snapshot import from_model
+    """Print the CSV a capture of the scenario's run would give (see models.fitting.snapshot)."""
+    from models.fitting.capture import from_model
 
     if scenario is None or "=" in scenario:
         raise ParameterError(f"a scenario is required: python -m models snapshot SCENARIO [name=value ...] with "
@@ -244,14 +243,14 @@ def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | 
     if options:
         raise ParameterError(f"{', '.join(options)}: run options do not apply to a snapshot; "
                              "--start-s and --interval-s set its window")
-    if engine_cache_is_cold():
-        print(COMPILING, file=sys.stderr, flush=True)
-    print(from_model(spec.name, params, interval_s=interval_s, start_s=start_s, xevents=xevents).to_csv(), end="")
+    snap = from_model(spec.name, params, interval_s=interval_s, start_s=start_s, xevents=xevents,
+                      progress=_say_compiling_once(engine_cache_is_cold()))
+    print(snap.to_csv(), end="")
 
 
 def _number_text(x: Any, unit: str) -> str:
     """A parameter value as the report prints it: four significant digits and its unit."""
-    from models.whatif import figure
+    from models.fitting.whatif import figure
 
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
@@ -277,7 +276,7 @@ def fit_text(f: Any) -> str:
 
 def whatif_text(table: pd.DataFrame) -> str:
     """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not."""
-    from models.whatif import figure
+    from models.fitting.whatif import figure
 
     applies = table[table["throughput"].notna()]
     lines = [f"now: {r.note}" for r in applies.itertuples() if r.change == "now" and r.note]
@@ -294,8 +293,8 @@ def whatif_text(table: pd.DataFrame) -> str:
 
 def _fit(path: str, as_json: bool, scenario: str | None) -> None:
     """Read a snapshot, fit it and print the report (or its JSON)."""
-    from models import fit as fitting
-    from models.snapshot import read
+    from models.fitting import fit as fitting
+    from models.fitting.snapshot import read
 
     snap = read(path)
     if engine_cache_is_cold():
@@ -306,9 +305,9 @@ def _fit(path: str, as_json: bool, scenario: str | None) -> None:
 
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) -> None:
     """Fit a snapshot and print one change's prediction, or the table of every change."""
-    from models import fit as fitting
-    from models import whatif
-    from models.snapshot import read
+    from models.fitting import fit as fitting
+    from models.fitting import whatif
+    from models.fitting.snapshot import read
 
     if change is not None:
         whatif.parse_change(change)  # a bad change fails before the fit runs
@@ -403,9 +402,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _changes():
-    from models.whatif import CHANGES
+    """Every change some scenario offers, once each (the first scenario's wording)."""
+    from models.fitting.whatif import changes
 
-    return CHANGES.values()
+    return [offered[0][1] for offered in changes().values()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -459,7 +459,7 @@ def _command(args: argparse.Namespace) -> None:
     elif args.command == "whatif":
         _whatif(args.snapshot, args.change, args.json, args.scenario)
     else:
-        from models.sweep import write_sweep
+        from models.book.sweep import write_sweep
 
         for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
             print(path)

@@ -14,7 +14,7 @@ import difflib
 import math
 import numbers
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -123,36 +123,27 @@ def _as_number(value: Any) -> int | float | None:
         return None
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """A named workload: its parameter catalogue and how to build it."""
+class Catalogue(Protocol):
+    """What :func:`resolve` checks against: a named parameter catalogue and its check of a whole set of values."""
 
     name: str
-    doc: str
     params: tuple[Param, ...]
-    build: Callable[[dict[str, Any]], Any]
-    check: Callable[[dict[str, Any]], None] | None = None
-
-    def param(self, name: str) -> Param:
-        """The catalogue entry called ``name``."""
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    def defaults(self) -> dict[str, Any]:
-        """Every parameter at its default."""
-        return {p.name: p.default for p in self.params}
+    check: Callable[[dict[str, Any]], None] | None
 
 
-def resolve(scenario: Scenario, given: dict[str, Any]) -> dict[str, Any]:
-    """Check ``given`` against the catalogue and return every parameter's value."""
+def check_name(scenario: Catalogue, name: str) -> None:
+    """A ParameterError naming the closest valid name, if ``scenario`` has no parameter ``name``."""
     names = [p.name for p in scenario.params]
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; valid names: {', '.join(names)}"
+        raise ParameterError(f"{scenario.name} has no parameter {name!r}{hint}")
+
+
+def resolve(scenario: Catalogue, given: dict[str, Any]) -> dict[str, Any]:
+    """Check ``given`` against the catalogue and return every parameter's value."""
     for name in given:
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid names: {', '.join(names)}"
-            raise ParameterError(f"{scenario.name} has no parameter {name!r}{hint}")
+        check_name(scenario, name)
     values = scenario.defaults()
     for name, value in given.items():
         values[name] = scenario.param(name).check(value)
@@ -185,6 +176,12 @@ def check_run_options(given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+# The most any scenario runs of each: a snapshot's settings are capped here too, so no estimator sees more.
+MAX_SCHEDULERS = 256
+MAX_DOP = 64
+MAX_SESSIONS = 4_096
+
+
 # Parameters every scenario shares, with the same meaning and range everywhere.
 def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: float = CONTEXT_SWITCH_US,
                   wakeup_us: float = WAKEUP_US) -> tuple[Param, ...]:
@@ -194,7 +191,7 @@ def common_params(*, schedulers: int, policy: str = "fair", context_switch_us: f
     derives from White's measured signal wait.
     """
     return (
-        Param("schedulers", "int", schedulers, "", 1, 256, help="SQLOS schedulers (one per logical CPU)"),
+        Param("schedulers", "int", schedulers, "", 1, MAX_SCHEDULERS, help="SQLOS schedulers (one per logical CPU)"),
         Param("quantum_ms", "float", 4.0, "ms", 0.1, 100.0,
               help="CPU a worker may use before it must yield at a yield point"),
         Param("policy", "choice", policy, choices=POLICIES,

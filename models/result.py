@@ -15,9 +15,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.engine import state as st
 from models.engine.clock import to_ticks
 from models.engine.program import MODE_NAMES
+from models.engine.state import (
+    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ, AL_SUSPENDED, AL_WORKER, GF_END,
+    GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_MAX_TIME, GF_OS_MAXWAIT, GF_OS_WAIT, GF_SEM_MAXWAIT, GF_SEM_WAIT,
+    GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_JOIN_WAITS, G_LOGN, G_OS_WAITS, G_SAMPLEN, G_SEM_WAITS, G_TRACEN,
+    G_UNITS, G_YIELDS, LF_LATSUM, LF_QAREA, LF_QRES, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, L_ACQ, L_BACKOFFS,
+    L_COLL, L_SPINS, SF_BUSY, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK, STATUS_TIME_BOUND, S_SWITCHES,
+    State, WF_CPU, WF_LATCHWAIT, WF_SPIN, W_ACQ, W_SCHED,
+)
 from models.workload import RawRun
 
 TRACE_STATES = ("running", "runnable", "spinning", "suspended", "backoff")
@@ -27,9 +34,9 @@ LATCH_COLUMNS = ["latch_class", "waiting_requests_count", "wait_time_ms", "max_w
                  "p50_wait_ms", "p95_wait_ms", "p99_wait_ms"]
 SPIN_COLUMNS = ["name", "collisions", "spins", "backoffs"]
 _BOUND_TEXT = {
-    st.STATUS_EVENT_BOUND: "the run reached max_events={max_events} before the workload finished",
-    st.STATUS_TIME_BOUND: "the run reached max_sim_ms={max_sim_ms} of simulated time before the workload finished",
-    st.STATUS_STUCK: "no worker could make progress (every remaining worker waits on a latch nobody will release)",
+    STATUS_EVENT_BOUND: "the run reached max_events={max_events} before the workload finished",
+    STATUS_TIME_BOUND: "the run reached max_sim_ms={max_sim_ms} of simulated time before the workload finished",
+    STATUS_STUCK: "no worker could make progress (every remaining worker waits on a latch nobody will release)",
 }
 
 
@@ -103,7 +110,7 @@ def _percentiles(x: np.ndarray, qs: list[float]) -> list[float]:
     return [float(v) for v in np.percentile(x, qs)] if x.size else [0.0] * len(qs)
 
 
-def _query_wait_rows(s: st.State, wl: Any) -> list[dict[str, Any]]:
+def _query_wait_rows(s: State, wl: Any) -> list[dict[str, Any]]:
     """The waits of the query instructions, for the workloads that use them (SQL Server tracks no signal wait here).
 
     RESOURCE_SEMAPHORE: memory-grant waits (counted when they end: granted,
@@ -116,57 +123,60 @@ def _query_wait_rows(s: st.State, wl: Any) -> list[dict[str, Any]]:
 
     rows = []
     if wl.memory is not None:
-        rows.append(row("RESOURCE_SEMAPHORE", s.gi[st.G_SEM_WAITS], s.gf[st.GF_SEM_WAIT], s.gf[st.GF_SEM_MAXWAIT]))
+        rows.append(row("RESOURCE_SEMAPHORE", s.run_cells[G_SEM_WAITS], s.run_times[GF_SEM_WAIT],
+                        s.run_times[GF_SEM_MAXWAIT]))
     if not np.isfinite(np.asarray(wl.worker_arrival_us, dtype=np.float64)).all():
-        rows.append(row("CXCONSUMER", s.gi[st.G_JOIN_WAITS], s.gf[st.GF_JOIN_WAIT], s.gf[st.GF_JOIN_MAXWAIT]))
+        rows.append(row("CXCONSUMER", s.run_cells[G_JOIN_WAITS], s.run_times[GF_JOIN_WAIT],
+                        s.run_times[GF_JOIN_MAXWAIT]))
     if wl.os_wait_type:
-        rows.append(row(wl.os_wait_type, s.gi[st.G_OS_WAITS], s.gf[st.GF_OS_WAIT], s.gf[st.GF_OS_MAXWAIT]))
+        rows.append(row(wl.os_wait_type, s.run_cells[G_OS_WAITS], s.run_times[GF_OS_WAIT],
+                        s.run_times[GF_OS_MAXWAIT]))
     return rows
 
 
 def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Result:
     """Turn a finished run's arrays into a Result."""
     s, wl = raw.state, raw.workload
-    elapsed_us = float(s.gf[st.GF_END])
+    elapsed_us = float(s.run_times[GF_END])
     # A run over a measurement window ends on its time bound by design; only a user's bound below it truncates.
-    window_closed = (wl.window_us > 0 and raw.status == st.STATUS_TIME_BOUND
-                     and s.gf[st.GF_MAX_TIME] == to_ticks(wl.window_us))
-    truncated = raw.status != st.STATUS_DONE and not window_closed
+    window_closed = (wl.window_us > 0 and raw.status == STATUS_TIME_BOUND
+                     and s.run_times[GF_MAX_TIME] == to_ticks(wl.window_us))
+    truncated = raw.status != STATUS_DONE and not window_closed
     reason = _BOUND_TEXT.get(raw.status, "").format(max_events=raw.max_events,
                                                     max_sim_ms=raw.max_sim_ms)
-    sampled = s.samples[: s.gi[st.G_SAMPLEN]]
+    sampled = s.samples[: s.run_cells[G_SAMPLEN]]
     samples, sample_latch = sampled[:, 0] / 1000.0, sampled[:, 1].astype(np.int64)
 
     latch_rows, wait_rows, spin_rows = [], [], []
     classes = list(dict.fromkeys(spec.latch_class for spec in wl.latches if not spec.wait_type))
     for cls in classes:
         idx = [k for k, spec in enumerate(wl.latches) if spec.latch_class == cls]
-        lw = s.lw[idx]
-        waits = float(lw[:, :, st.LW_COUNT].sum())
+        latch_waits = s.latch_waits[idx]
+        waits = float(latch_waits[:, :, LW_COUNT].sum())
         latch_rows.append({
             "latch_class": cls,
             "waiting_requests_count": int(waits),
-            "wait_time_ms": float(lw[:, :, st.LW_TIME].sum()) / 1000.0,
-            "max_wait_time_ms": float(lw[:, :, st.LW_MAX].max()) / 1000.0,
-            "acquires": int(s.li[idx, st.L_ACQ].sum()),
+            "wait_time_ms": float(latch_waits[:, :, LW_TIME].sum()) / 1000.0,
+            "max_wait_time_ms": float(latch_waits[:, :, LW_MAX].max()) / 1000.0,
+            "acquires": int(s.latches[idx, L_ACQ].sum()),
             # per-acquire wait percentiles over the sampled acquires of this class's latches
             **dict(zip(("p50_wait_ms", "p95_wait_ms", "p99_wait_ms"),
                        _percentiles(samples[np.isin(sample_latch, idx)], [50, 95, 99]))),
         })
         spin_rows.append({
             "name": cls,
-            "collisions": int(s.li[idx, st.L_COLL].sum()),
-            "spins": int(s.li[idx, st.L_SPINS].sum()),
-            "backoffs": int(s.li[idx, st.L_BACKOFFS].sum()),
+            "collisions": int(s.latches[idx, L_COLL].sum()),
+            "spins": int(s.latches[idx, L_SPINS].sum()),
+            "backoffs": int(s.latches[idx, L_BACKOFFS].sum()),
         })
 
-    def wait_row(name: str, lw: np.ndarray) -> dict[str, Any]:
+    def wait_row(name: str, latch_waits: np.ndarray) -> dict[str, Any]:
         return {
             "wait_type": name,
-            "waiting_tasks_count": int(lw[:, st.LW_COUNT].sum()),
-            "wait_time_ms": float(lw[:, st.LW_TIME].sum()) / 1000.0,
-            "max_wait_time_ms": float(lw[:, st.LW_MAX].max()) / 1000.0,
-            "signal_wait_time_ms": float(lw[:, st.LW_SIG].sum()) / 1000.0,
+            "waiting_tasks_count": int(latch_waits[:, LW_COUNT].sum()),
+            "wait_time_ms": float(latch_waits[:, LW_TIME].sum()) / 1000.0,
+            "max_wait_time_ms": float(latch_waits[:, LW_MAX].max()) / 1000.0,
+            "signal_wait_time_ms": float(latch_waits[:, LW_SIG].sum()) / 1000.0,
         }
 
     prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches if not spec.wait_type))
@@ -174,41 +184,41 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
         idx = [k for k, spec in enumerate(wl.latches) if spec.wait_prefix == prefix and not spec.wait_type]
         shown = set().union(*(wl.latches[k].shown_modes for k in idx))
         for mode, mode_name in enumerate(MODE_NAMES):
-            lw = s.lw[idx, mode]
-            if lw[:, st.LW_COUNT].sum() == 0 and mode_name not in shown:
+            latch_waits = s.latch_waits[idx, mode]
+            if latch_waits[:, LW_COUNT].sum() == 0 and mode_name not in shown:
                 continue
-            wait_rows.append(wait_row(f"{prefix}_{mode_name}", lw))
+            wait_rows.append(wait_row(f"{prefix}_{mode_name}", latch_waits))
     for name in dict.fromkeys(spec.wait_type for spec in wl.latches if spec.wait_type):
         idx = [k for k, spec in enumerate(wl.latches) if spec.wait_type == name]
-        wait_rows.append(wait_row(name, s.lw[idx, MODE_NAMES.index("EX")]))  # a gate is taken in EX only
+        wait_rows.append(wait_row(name, s.latch_waits[idx, MODE_NAMES.index("EX")]))  # a gate is taken in EX only
     wait_rows += _query_wait_rows(s, wl)
     wait_rows.append({
         "wait_type": "SOS_SCHEDULER_YIELD",
-        "waiting_tasks_count": int(s.gi[st.G_YIELDS]),
-        "wait_time_ms": float(s.gf[st.GF_YIELD_WAIT]) / 1000.0,
-        "max_wait_time_ms": float(s.gf[st.GF_YIELD_MAX]) / 1000.0,
-        "signal_wait_time_ms": float(s.gf[st.GF_YIELD_WAIT]) / 1000.0,
+        "waiting_tasks_count": int(s.run_cells[G_YIELDS]),
+        "wait_time_ms": float(s.run_times[GF_YIELD_WAIT]) / 1000.0,
+        "max_wait_time_ms": float(s.run_times[GF_YIELD_MAX]) / 1000.0,
+        "signal_wait_time_ms": float(s.run_times[GF_YIELD_WAIT]) / 1000.0,
     })
 
-    busy = s.sf[:, st.SF_BUSY] / 1000.0
+    busy = s.scheduler_times[:, SF_BUSY] / 1000.0
     schedulers = pd.DataFrame({
         "scheduler": np.arange(wl.schedulers),
         "busy_ms": busy,
         "idle_ms": elapsed_us / 1000.0 - busy,
-        "context_switches": s.si[:, st.S_SWITCHES],
+        "context_switches": s.schedulers[:, S_SWITCHES],
     })
     workers = pd.DataFrame({
         "worker": np.arange(len(wl.worker_start)),
-        "scheduler": s.wi[:, st.W_SCHED],
+        "scheduler": s.workers[:, W_SCHED],
         "kind": wl.worker_kind,
-        "acquires": s.wi[:, st.W_ACQ],
-        "latch_wait_ms": s.wf[:, st.WF_LATCHWAIT] / 1000.0,
-        "cpu_ms": s.wf[:, st.WF_CPU] / 1000.0,
-        "spin_ms": s.wf[:, st.WF_SPIN] / 1000.0,
+        "acquires": s.workers[:, W_ACQ],
+        "latch_wait_ms": s.worker_times[:, WF_LATCHWAIT] / 1000.0,
+        "cpu_ms": s.worker_times[:, WF_CPU] / 1000.0,
+        "spin_ms": s.worker_times[:, WF_SPIN] / 1000.0,
     })
     trace = None
     if s.trace_i.shape[0]:
-        n = int(s.gi[st.G_TRACEN])
+        n = int(s.run_cells[G_TRACEN])
         trace = pd.DataFrame({
             "worker": s.trace_i[:n, 0],
             "scheduler": s.trace_i[:n, 1],
@@ -218,31 +228,31 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
         })
     log = None
     if s.log_i.shape[0]:
-        n = int(s.gi[st.G_LOGN])
+        n = int(s.run_cells[G_LOGN])
         log = pd.DataFrame({
-            "worker": s.log_i[:n, st.AL_WORKER], "latch": s.log_i[:n, st.AL_LATCH],
-            "mode": [MODE_NAMES[m] for m in s.log_i[:n, st.AL_MODE]],
-            "suspended": s.log_i[:n, st.AL_SUSPENDED].astype(bool),
-            "queue_seq": s.log_i[:n, st.AL_QSEQ],
-            "request_ms": s.log_f[:n, st.ALF_REQUEST] / 1000.0,
-            "grant_ms": s.log_f[:n, st.ALF_GRANT] / 1000.0,
-            "run_ms": s.log_f[:n, st.ALF_RUN] / 1000.0,
-            "release_ms": s.log_f[:n, st.ALF_RELEASE] / 1000.0,
+            "worker": s.log_i[:n, AL_WORKER], "latch": s.log_i[:n, AL_LATCH],
+            "mode": [MODE_NAMES[m] for m in s.log_i[:n, AL_MODE]],
+            "suspended": s.log_i[:n, AL_SUSPENDED].astype(bool),
+            "queue_seq": s.log_i[:n, AL_QSEQ],
+            "request_ms": s.log_f[:n, ALF_REQUEST] / 1000.0,
+            "grant_ms": s.log_f[:n, ALF_GRANT] / 1000.0,
+            "run_ms": s.log_f[:n, ALF_RUN] / 1000.0,
+            "release_ms": s.log_f[:n, ALF_RELEASE] / 1000.0,
         })
-    units = wl.work_units if wl.work_units >= 0 else (int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0)
+    units = wl.work_units if wl.work_units >= 0 else (int(s.latches[0, L_ACQ]) if len(wl.latches) else 0)
     if truncated:
-        units = int(s.li[0, st.L_ACQ]) if len(wl.latches) else 0
+        units = int(s.latches[0, L_ACQ]) if len(wl.latches) else 0
     if wl.count_units:
-        units = int(s.gi[st.G_UNITS])
+        units = int(s.run_cells[G_UNITS])
     extra = dict(wl.extra)
     extra.update({
-        "latency_sum_ms": float(s.lf[:, st.LF_LATSUM].sum()) / 1000.0,
-        "queue_area_ms": float(s.lf[:, st.LF_QAREA].sum()) / 1000.0,
-        "queue_residence_ms": float(s.lf[:, st.LF_QRES].sum()) / 1000.0,
-        "events": int(s.gi[st.G_EVENTS]),
+        "latency_sum_ms": float(s.latch_times[:, LF_LATSUM].sum()) / 1000.0,
+        "queue_area_ms": float(s.latch_times[:, LF_QAREA].sum()) / 1000.0,
+        "queue_residence_ms": float(s.latch_times[:, LF_QRES].sum()) / 1000.0,
+        "events": int(s.run_cells[G_EVENTS]),
     })
     if wl.count_units:
-        extra["units"] = int(s.gi[st.G_UNITS])
+        extra["units"] = int(s.run_cells[G_UNITS])
     if wl.collect is not None:
         extra.update(wl.collect(s))
     return Result(

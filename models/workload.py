@@ -14,12 +14,17 @@ from typing import Callable
 import numpy as np
 
 from models.engine import btree
-from models.engine import state as st
 from models.engine.clock import to_ticks
 from models.engine.latch import POLICIES
 from models.engine.loop import run_events
 from models.engine.program import CPU, EXPONENTIAL, GRANT, OSCALL, SLEEP, YIELD, Program
 from models.engine.rng import poisson_arrivals, seed_state, start_ahead
+from models.engine.state import (
+    BT_OVERFLOW, GF_LOG_AHEAD, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH, GF_WAKEUP, G_EVENTS, G_MAIN_LEFT,
+    G_SEM_LIMIT, G_SEM_TARGET, LF_BACKOFF_US, LF_CONTCOST, LF_SPIN_US, L_ACQ, L_MAX_BACKOFFS, L_POLICY,
+    L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, State, WF_ARRIVE, W_DAEMON, W_PC, W_SCHED,
+    allocate,
+)
 
 
 @dataclass
@@ -117,7 +122,7 @@ class Workload:
     os_wait_type: str = ""  # the wait type of a preemptive OSCALL ("": the program makes none)
     expected_events: int = 0
     expected_ms: float = 0.0
-    collect: Callable[[st.State], dict] | None = None
+    collect: Callable[[State], dict] | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -126,7 +131,7 @@ class RawRun:
     """The arrays a finished run leaves behind, before they become a Result."""
 
     workload: Workload
-    state: st.State
+    state: State
     status: int
     max_events: int
     max_sim_ms: float
@@ -141,53 +146,53 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     (:mod:`models.engine.clock`), so the event loop's time arithmetic is exact.
     """
     n_workers = len(workload.worker_start)
-    if n_workers > st.MAX_WORKERS:
-        raise ValueError(f"{n_workers:,} workers: the engine runs at most {st.MAX_WORKERS:,} per run")
+    if n_workers > MAX_WORKERS:
+        raise ValueError(f"{n_workers:,} workers: the engine runs at most {MAX_WORKERS:,} per run")
     samples = min(max(workload.expected_acquires, 1), 5_000_000)
     prog_i, prog_x = workload.program.arrays()
     index = workload.index
     memory = workload.memory
-    s = st.allocate(n_workers, workload.schedulers, len(workload.latches), prog_i.shape[0], trace_events,
-                    record_acquires, samples, index.pages if index else 0, index.heat_rows if index else 0,
-                    index.capacity if index else 0, 4 * n_workers + 16 if memory else 0)
+    s = allocate(n_workers, workload.schedulers, len(workload.latches), prog_i.shape[0], trace_events,
+                 record_acquires, samples, index.pages if index else 0, index.heat_rows if index else 0,
+                 index.capacity if index else 0, 4 * n_workers + 16 if memory else 0)
     # Fixed durations go on the tick once; exponential ones keep their exact mean.
-    ops = prog_i[:, 0]
-    timed = (ops == CPU) | (ops == SLEEP)
-    on_tick_x = ((timed & (prog_i[:, 1] != EXPONENTIAL)) | (ops == YIELD) | (ops == GRANT)
-                 | ((ops == OSCALL) & (prog_i[:, 2] != EXPONENTIAL)))
+    ops = prog_i[:, P_OP]
+    timed = (ops == CPU) | (ops == SLEEP)  # operand a: the distribution
+    on_tick_x = ((timed & (prog_i[:, P_A] != EXPONENTIAL)) | (ops == YIELD) | (ops == GRANT)
+                 | ((ops == OSCALL) & (prog_i[:, P_B] != EXPONENTIAL)))
     s.prog_i[:] = prog_i
     s.prog_x[:] = np.where(on_tick_x, to_ticks(prog_x), prog_x)
     if index is not None:
         btree.initialise(s.bt, s.pages, s.leaves, btree.STRATEGIES[index.strategy], index.capacity, index.fanout,
-                      index.buckets, index.trees, index.page_latch0, index.root_latch0, index.gate_latch0,
-                      workload.schedulers)
-    s.wi[:, st.W_PC] = workload.worker_start
-    s.wi[:, st.W_SCHED] = workload.worker_scheduler
-    s.wi[:, st.W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
-    s.wf[:, st.WF_ARRIVE] = to_ticks(workload.worker_arrival_us)
+                         index.buckets, index.trees, index.page_latch0, index.root_latch0, index.gate_latch0,
+                         workload.schedulers)
+    s.workers[:, W_PC] = workload.worker_start
+    s.workers[:, W_SCHED] = workload.worker_scheduler
+    s.workers[:, W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
+    s.worker_times[:, WF_ARRIVE] = to_ticks(workload.worker_arrival_us)
     for k, spec in enumerate(workload.latches):
-        s.li[k, st.L_POLICY] = POLICIES.index(spec.policy)
-        s.li[k, st.L_SPINS_PER_ROUND] = spec.spins_per_round
-        s.li[k, st.L_MAX_BACKOFFS] = spec.max_backoffs
-        s.lf[k, st.LF_SPIN_US] = to_ticks(spec.spin_us)
-        s.lf[k, st.LF_BACKOFF_US] = to_ticks(spec.backoff_us)
-        s.lf[k, st.LF_CONTCOST] = to_ticks(spec.contender_cost_us)
+        s.latches[k, L_POLICY] = POLICIES.index(spec.policy)
+        s.latches[k, L_SPINS_PER_ROUND] = spec.spins_per_round
+        s.latches[k, L_MAX_BACKOFFS] = spec.max_backoffs
+        s.latch_times[k, LF_SPIN_US] = to_ticks(spec.spin_us)
+        s.latch_times[k, LF_BACKOFF_US] = to_ticks(spec.backoff_us)
+        s.latch_times[k, LF_CONTCOST] = to_ticks(spec.contender_cost_us)
     forked = ~np.isfinite(np.asarray(workload.worker_arrival_us, dtype=np.float64))  # started by FORK, if at all
-    s.gi[st.G_MAIN_LEFT] = int(((s.wi[:, st.W_DAEMON] == 0) & ~forked).sum())
+    s.run_cells[G_MAIN_LEFT] = int(((s.workers[:, W_DAEMON] == 0) & ~forked).sum())
     if memory is not None:
-        s.gi[st.G_SEM_TARGET] = memory.target_kb
-        s.gi[st.G_SEM_LIMIT] = memory.limit_kb
-    s.gf[st.GF_QUANTUM] = to_ticks(workload.quantum_us)
-    s.gf[st.GF_SWITCH] = to_ticks(workload.context_switch_us)
-    s.gf[st.GF_WAKEUP] = to_ticks(workload.wakeup_us)
-    s.gf[st.GF_MAX_TIME] = max_sim_ms * 1000.0
+        s.run_cells[G_SEM_TARGET] = memory.target_kb
+        s.run_cells[G_SEM_LIMIT] = memory.limit_kb
+    s.run_times[GF_QUANTUM] = to_ticks(workload.quantum_us)
+    s.run_times[GF_SWITCH] = to_ticks(workload.context_switch_us)
+    s.run_times[GF_WAKEUP] = to_ticks(workload.wakeup_us)
+    s.run_times[GF_MAX_TIME] = max_sim_ms * 1000.0
     if workload.window_us > 0:
-        s.gf[st.GF_MAX_TIME] = min(s.gf[st.GF_MAX_TIME], to_ticks(workload.window_us))
+        s.run_times[GF_MAX_TIME] = min(s.run_times[GF_MAX_TIME], to_ticks(workload.window_us))
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:
-        poisson_arrivals(s.rng, s.wf[:, st.WF_ARRIVE], workload.poisson_from, workload.poisson_gap_us)
-    start_ahead(s.rng, s.gf, st.GF_LOG_AHEAD)
-    s.order[:] = np.argsort(s.wf[:, st.WF_ARRIVE], kind="stable")
+        poisson_arrivals(s.rng, s.worker_times[:, WF_ARRIVE], workload.poisson_from, workload.poisson_gap_us)
+    start_ahead(s.rng, s.run_times, GF_LOG_AHEAD)
+    s.order[:] = np.argsort(s.worker_times[:, WF_ARRIVE], kind="stable")
     if max_events <= 0:
         max_events = (60 * max(workload.expected_acquires, 1) + 4 * workload.expected_events
                       + 20 * n_workers + 1_000_000)
@@ -195,17 +200,17 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
     done_events = 0
     while True:
         status = run_events(s.address, max_events, min(done_events + chunk, max_events))
-        done_events = int(s.gi[st.G_EVENTS])
+        done_events = int(s.run_cells[G_EVENTS])
         if progress is not None:
             if workload.window_us > 0:
-                done = s.gf[st.GF_NOW] / s.gf[st.GF_MAX_TIME]
+                done = s.run_times[GF_NOW] / s.run_times[GF_MAX_TIME]
             elif workload.expected_ms > 0:
-                done = s.gf[st.GF_NOW] / 1000.0 / workload.expected_ms
+                done = s.run_times[GF_NOW] / 1000.0 / workload.expected_ms
             else:
-                done = s.li[:, st.L_ACQ].sum() / expected
-            progress(min(1.0, done) if status == st.STATUS_CHUNK else 1.0)
-        if status != st.STATUS_CHUNK:
-            if index is not None and s.bt[st.BT_OVERFLOW]:
+                done = s.latches[:, L_ACQ].sum() / expected
+            progress(min(1.0, done) if status == STATUS_CHUNK else 1.0)
+        if status != STATUS_CHUNK:
+            if index is not None and s.bt[BT_OVERFLOW]:
                 raise RuntimeError(f"the index outgrew its table of {index.pages:,} pages: the scenario's "
                                    "page bound is too small for this run")
             return RawRun(workload, s, int(status), max_events, max_sim_ms)

@@ -3,7 +3,7 @@
 Steps: vendor the offline assets (scripts/vendor_assets.py), delete _build,
 run ``jupyter-book build --all -W -n --keep-going .`` with
 ``LATCH_BOOK_RENDER=site`` (so charts render through the page's own vega
-bundle, see models/render.py), then scan the built HTML for any script, style
+bundle, see models/book/render.py), then scan the built HTML for any script, style
 sheet, font or image loaded from outside the site. Exit status is non-zero on
 any failure.
 """

@@ -7,11 +7,15 @@ import math
 import pytest
 
 import models
-from models import ParameterError, charts
-from models.analysis import cci
+from models import ParameterError
+from models.book import charts
+from models.book.analysis import cci
 from models.analytic import mva_repairman
-from models.engine import state as st
 from models.engine.program import BR_FAILED, OS_SPIN, Program
+from models.engine.state import (
+    DONE, GF_OS_BUSY, GF_OS_KERNEL, GL_GRANTED, GRANT_OUTCOMES, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LOGN,
+    G_SEM_TIMEOUTS, G_SEM_WAITS, WF_CPU, WF_GWAIT, W_OUTCOME, W_SCHED, W_STATE,
+)
 from models.result import build
 from models.scenarios import cci_insert as ins
 from models.workload import MemorySpec, Workload, simulate
@@ -46,12 +50,12 @@ def test_a_newcomer_queues_behind_a_waiter_even_when_memory_is_free():
                            (100.0, 50, 50, 1e9, 1000.0),  # B: 60 + 50 > 100, waits
                            (200.0, 10, 10, 1e9, 1000.0)], target_kb=100, limit_kb=200)
     s, res = _raw_run(wl)
-    assert list(s.wf[:, st.WF_GWAIT]) == pytest.approx([0.0, 900.0, 800.0])  # both granted when A frees, at 1 ms
+    assert list(s.worker_times[:, WF_GWAIT]) == pytest.approx([0.0, 900.0, 800.0])  # both granted when A frees, at 1 ms
     sem = res.wait_stats.set_index("wait_type").loc["RESOURCE_SEMAPHORE"]
     assert sem["waiting_tasks_count"] == 2 and sem["wait_time_ms"] == pytest.approx(1.7)
-    assert [st.GRANT_OUTCOMES[o] for o in s.wi[:, st.W_OUTCOME]] == ["granted"] * 3
-    log = s.glog[: s.gi[st.G_SEM_LOGN]]
-    assert log[:, st.GL_GRANTED].max() <= 100  # nobody went over the target without a time-out
+    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_OUTCOME]] == ["granted"] * 3
+    log = s.glog[: s.run_cells[G_SEM_LOGN]]
+    assert log[:, GL_GRANTED].max() <= 100  # nobody went over the target without a time-out
 
 
 def test_at_the_timeout_a_waiter_is_forced_its_required_grant_or_fails():
@@ -61,12 +65,12 @@ def test_at_the_timeout_a_waiter_is_forced_its_required_grant_or_fails():
                            (0.0, 80, 40, 2_000.0, 100.0),
                            (1_000.0, 60, 60, 2_000.0, 100.0)], target_kb=100, limit_kb=150)
     s, res = _raw_run(wl)
-    assert [st.GRANT_OUTCOMES[o] for o in s.wi[:, st.W_OUTCOME]] == ["granted", "forced_minimum", "error_8645"]
-    assert list(s.wf[:, st.WF_GWAIT]) == pytest.approx([0.0, 2_000.0, 2_000.0])
-    assert s.gi[st.G_SEM_FORCED] == 1 and s.gi[st.G_SEM_TIMEOUTS] == 1
-    log = s.glog[: s.gi[st.G_SEM_LOGN]]
-    assert log[:, st.GL_GRANTED].max() == 140  # over the target by the forced 40, under the limit
-    assert s.gi[st.G_SEM_GRANTED] == 0  # everything given back
+    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_OUTCOME]] == ["granted", "forced_minimum", "error_8645"]
+    assert list(s.worker_times[:, WF_GWAIT]) == pytest.approx([0.0, 2_000.0, 2_000.0])
+    assert s.run_cells[G_SEM_FORCED] == 1 and s.run_cells[G_SEM_TIMEOUTS] == 1
+    log = s.glog[: s.run_cells[G_SEM_LOGN]]
+    assert log[:, GL_GRANTED].max() == 140  # over the target by the forced 40, under the limit
+    assert s.run_cells[G_SEM_GRANTED] == 0  # everything given back
 
 
 def test_one_time_out_per_program_table():
@@ -98,9 +102,9 @@ def test_a_timer_left_from_a_grant_in_time_does_not_time_out_the_next_request():
                   worker_daemon=[False, False], worker_kind=["q", "q"], latches=[], schedulers=2,
                   memory=MemorySpec(100, 1_000), **ZERO)
     s, res = _raw_run(wl)
-    assert st.GRANT_OUTCOMES[s.wi[1, st.W_OUTCOME]] == "forced_minimum"
-    assert s.wf[1, st.WF_GWAIT] == pytest.approx(5_000.0)  # the second wait, to its own deadline
-    assert s.gi[st.G_SEM_WAITS] == 3 and s.gi[st.G_SEM_FORCED] == 1
+    assert GRANT_OUTCOMES[s.workers[1, W_OUTCOME]] == "forced_minimum"
+    assert s.worker_times[1, WF_GWAIT] == pytest.approx(5_000.0)  # the second wait, to its own deadline
+    assert s.run_cells[G_SEM_WAITS] == 3 and s.run_cells[G_SEM_FORCED] == 1
 
 
 def test_fork_and_join_share_one_grant_and_the_coordinator_waits_for_its_workers():
@@ -121,9 +125,9 @@ def test_fork_and_join_share_one_grant_and_the_coordinator_waits_for_its_workers
     assert res.elapsed_ms == pytest.approx(10.0)
     cx = res.wait_stats.set_index("wait_type").loc["CXCONSUMER"]
     assert cx["waiting_tasks_count"] == 1 and cx["wait_time_ms"] == pytest.approx(10.0)
-    assert s.gi[st.G_SEM_GRANTED] == 0 and s.gi[st.G_SEM_LOGN] == 2  # one grant, asked once, given back once
-    assert s.wi[1, st.W_SCHED] != s.wi[2, st.W_SCHED]  # the two workers on distinct schedulers
-    assert (s.wi[:, st.W_STATE] == st.DONE).all()
+    assert s.run_cells[G_SEM_GRANTED] == 0 and s.run_cells[G_SEM_LOGN] == 2  # one grant, asked once, given back once
+    assert s.workers[1, W_SCHED] != s.workers[2, W_SCHED]  # the two workers on distinct schedulers
+    assert (s.workers[:, W_STATE] == DONE).all()
 
 
 def test_oscall_is_first_come_first_served_and_a_saturated_path_sets_the_run_time():
@@ -140,9 +144,9 @@ def test_oscall_is_first_come_first_served_and_a_saturated_path_sets_the_run_tim
                   schedulers=n, **ZERO)
     s, res = _raw_run(wl)
     assert res.elapsed_ms * 1000.0 == pytest.approx(c + n * k * d)
-    assert s.gf[st.GF_OS_BUSY] == pytest.approx(n * k * d)
+    assert s.run_times[GF_OS_BUSY] == pytest.approx(n * k * d)
     # spinning is CPU, not a wait: every session's CPU is its own work plus its time in the path
-    assert s.wf[:, st.WF_CPU].sum() == pytest.approx(n * k * c + s.gf[st.GF_OS_KERNEL])
+    assert s.worker_times[:, WF_CPU].sum() == pytest.approx(n * k * c + s.run_times[GF_OS_KERNEL])
     assert "MEMORY_ALLOCATION_EXT" not in set(res.wait_stats["wait_type"])
 
 
@@ -268,7 +272,7 @@ def test_queries_table_is_in_the_json():
 def test_the_explorer_moves_the_forced_inserts_between_lines_with_the_build():
     import pandas as pd
 
-    from models.sweep import DATA_DIR
+    from models.book.sweep import DATA_DIR
 
     frame = cci.explorer_frame(pd.read_csv(DATA_DIR / "cci.csv"))
     at = frame[(frame["queries"] == 5) & (frame["maxdop"] == 2) & (frame["max_server_memory_mb"] == 8_000)]

@@ -10,7 +10,7 @@ import pytest
 import vl_convert
 
 import models
-from models import charts
+from models.book import charts
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_timeline_rows_sorted_by_worker_number_not_text():
 
 def test_panel_charts_keep_their_spec_when_only_the_data_changes():
     """A live panel swaps data into the drawn chart when the spec (without data) is unchanged."""
-    from models import render
+    from models.book import render
 
     def bare(chart):
         spec = render.quick_spec(chart)
@@ -368,3 +368,19 @@ def test_time_split_stacks_states_in_state_colours_and_order():
     assert enc["order"]["field"] == "state_order" and enc["y"]["sort"] == ["shared", "other"]
     assert spec["facet"]["row"]["sort"] == ["A", "B"] and spec["spec"]["width"] <= 720
     assert "<rect" in svg(charts.time_split(df, "worker", row="panel", title="T", caption="c", x_title="t (s)"))
+
+
+def test_all_lists_every_public_function_and_every_name_the_notebooks_use():
+    import ast
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tree = ast.parse((root / "models" / "book" / "charts.py").read_text(encoding="utf-8"))
+    public = {node.name for node in tree.body
+              if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
+    used = {name for path in (root / "notebooks").glob("*.ipynb")
+            for name in re.findall(r"\bcharts\.([A-Za-z_]\w*)", path.read_text(encoding="utf-8"))}
+    assert not public - set(charts.__all__), f"public but not in __all__: {sorted(public - set(charts.__all__))}"
+    assert not used - set(charts.__all__), f"notebooks use names not in __all__: {sorted(used - set(charts.__all__))}"
+    assert all(hasattr(charts, name) for name in charts.__all__)

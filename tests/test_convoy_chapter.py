@@ -11,11 +11,10 @@ import pytest
 import json
 from pathlib import Path
 
-import models
-from models.analysis import convoy as cv
+from models.book.analysis import convoy as cv
 from models.calibration import CONTEXT_SWITCH_US, HANDOFF_US, WAKEUP_US
-from models.sweep import DATA_DIR, run_point
-from models.sweeps import convoy as sweep_def
+from models.book.sweep import DATA_DIR, run_point
+from models.book.sweeps import convoy as sweep_def
 
 BIG = {"wakeup_us": 198.0, "context_switch_us": CONTEXT_SWITCH_US}   # the chapter's 200 us hand-off
 DEFAULT = {"wakeup_us": WAKEUP_US, "context_switch_us": CONTEXT_SWITCH_US}
@@ -262,5 +261,5 @@ def test_every_exercise_names_its_knob_and_shows_its_run():
         question, run, numbers = cells[k - 3], cells[k - 2], cells[k - 1]
         assert question["cell_type"] == "markdown" and "`" in "".join(question["source"])  # a knob, as a parameter
         assert run["cell_type"] == "code" and "hide-cell" in run["metadata"].get("tags", [])
-        assert "cv.run(" in "".join(run["source"]) and run["outputs"]     # a run the reader can open, and its figure
+        assert "convoy.run(" in "".join(run["source"]) and run["outputs"]     # a run the reader can open, and its figure
         assert "remove-input" in numbers["metadata"].get("tags", []) and "glue" in "".join(numbers["source"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.analysis import fairness as fx
+from models.book.analysis import fairness as fx
 from models.calibration import CONTEXT_SWITCH_US, HANDOFF_US, WAKEUP_US
 from models.scenarios.parallel_insert import log_records
 

@@ -17,7 +17,7 @@ import pytest
 
 from models import files
 from models.files import replace_folder, write_bytes_atomic, write_text_atomic
-from models.sweep import FLOAT_FORMAT, write_table
+from models.book.sweep import FLOAT_FORMAT, write_table
 
 
 def temporaries(folder: Path) -> list[Path]:
@@ -88,7 +88,7 @@ def test_a_folder_is_replaced_whole(tmp_path):
     assert sorted(p.name for p in target.iterdir()) == ["b.js"] and temporaries(tmp_path) == []
 
 
-# The child writes a large table through models.sweep.write_table again and again, alternating between
+# The child writes a large table through models.book.sweep.write_table again and again, alternating between
 # two tables.  Its os.write is slowed (and writes at most 64 KiB a call, so write_bytes_atomic's loop over
 # short writes is exercised): the write lasts long enough to be killed inside.  With "stall" it stops
 # for good half-way through its first write, so the kill is certainly inside a write.
@@ -96,7 +96,7 @@ CHILD = """
 import os, sys, time
 from pathlib import Path
 import pandas as pd
-from models.sweep import write_table
+from models.book.sweep import write_table
 
 path, first, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 tables = [pd.read_pickle(sys.argv[4]), pd.read_pickle(sys.argv[5])]

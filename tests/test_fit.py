@@ -1,7 +1,7 @@
 """Snapshots, fits and what-ifs: round trips from known parameters, predictions against fresh runs, bad files.
 
 Each round trip writes a snapshot from a model run with known parameters
-(``models.snapshot.from_model``), fits it, and holds every fitted parameter
+(``models.fitting.capture.from_model``), fits it, and holds every fitted parameter
 to a tolerance stated in ROUND_TRIPS with the reason it is that wide.
 """
 
@@ -14,12 +14,13 @@ import warnings
 import pytest
 
 import models
-from models import fit as fitting
-from models import whatif
-from models.scenarios import cci_insert as cci
-from models.snapshot import (
-    MalformedSnapshot, MissingColumn, NegativeDelta, UnknownSource, ZeroInterval, from_model, parse,
+from models.fitting import fit as fitting
+from models.fitting import whatif
+from models.fitting.capture import from_model
+from models.fitting.snapshot import (
+    MalformedSnapshot, MissingColumn, NegativeDelta, UnknownSource, ZeroInterval, parse,
 )
+from models.scenarios import cci_insert as cci
 
 # scenario, known parameters, snapshot window, {fitted parameter: relative tolerance}, why that wide.
 ROUND_TRIPS = [
@@ -168,11 +169,12 @@ def test_whatif_matches_a_fresh_run_at_the_changed_parameters(scenario, params, 
     p = whatif.predict(f, change)
     assert p.applies
     truth = dict(models.get_scenario(scenario).defaults(), **params)
-    extra = whatif.CHANGES[change].sets[scenario](truth, None)
-    sized = fitting.sized(scenario, dict(truth, **extra), f.rate_per_s, whatif.run_seconds(f))
+    spec = models.get_scenario(scenario)
+    extra = spec.change(change).sets(truth, None)
+    sized = fitting.sized(spec, dict(truth, **extra), f.rate_per_s, whatif.run_seconds(f))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        fresh, _ = whatif.metrics(scenario, models.run(scenario, **sized))
+        fresh, _ = whatif.metrics(spec, models.run(scenario, **sized))
     assert p.throughput.estimate == pytest.approx(fresh, rel=tol)
     assert p.throughput.low <= p.throughput.estimate <= p.throughput.high
 
@@ -264,14 +266,14 @@ def test_snapshot_fit_and_whatif_round_trip_on_the_command_line(tmp_path):
 
 
 def test_the_example_is_what_its_command_writes():
-    from models.analysis import your_server as ys
+    from models.book.analysis import your_server as ys
 
     assert ys.EXAMPLE.read_text(encoding="utf-8") == ys.example_snapshot()
 
 
 def test_the_upload_panel_fits_the_example_and_names_a_bad_file():
-    from models.analysis import your_server as ys
-    from models.widgets import SnapshotPanel
+    from models.book.analysis import your_server as ys
+    from models.book.widgets import SnapshotPanel
 
     panel = SnapshotPanel(ys.EXAMPLE)
     panel.use_example.click()

@@ -6,7 +6,7 @@ import pytest
 
 import models
 from models.engine import btree
-from models.analysis import hot_page as hp
+from models.book.analysis import hot_page as hp
 from models.params import ParameterError
 from models.scenarios import last_page_insert as lpi
 

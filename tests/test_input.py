@@ -9,6 +9,7 @@ full stdout.  A seeded value-level fuzz of snapshot files holds all of it togeth
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import random
@@ -24,13 +25,14 @@ import pytest
 
 import models
 from models import cli
-from models import fit as fitting
-from models import whatif
-from models.analysis import your_server
-from models.params import RUN_OPTIONS, Param, ParameterError
-from models.snapshot import (
-    MAX_FILE_BYTES, MAX_ROWS, InconsistentSnapshot, OutOfRange, SnapshotTooLarge, from_model, parse, read,
+from models.book.analysis import your_server
+from models.fitting import fit as fitting
+from models.fitting import whatif
+from models.fitting.capture import from_model
+from models.fitting.snapshot import (
+    MAX_FILE_BYTES, MAX_ROWS, InconsistentSnapshot, OutOfRange, SnapshotTooLarge, parse, read,
 )
+from models.params import RUN_OPTIONS, Param, ParameterError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "book" / "data" / "example_snapshot.csv").read_text()
@@ -223,22 +225,20 @@ def test_a_setting_the_model_cannot_run_is_named_with_its_source():
 def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
     point = fitting.Point(fitted={"hold_ms": (2500.0, "ms", "from the rates"), "think_ms": (1.0, "ms", "rest")},
                           settings={"workers": (8, "the capture's sessions setting")}, assumed={}, rate_per_s=100.0)
-    values, clipped = fitting._estimates("closed-latch", point)
+    values, clipped = fitting._estimates(models.get_scenario("closed-latch"), point)
     limit = models.get_scenario("closed-latch").param("hold_ms").high
     assert values["hold_ms"] == limit and clipped == {"hold_ms": "high"}
     snap = from_model("closed-latch", {"workers": 4, "hold_ms": 0.3, "think_ms": 0.5, "acquires": 4_000})
-    original = fitting.ESTIMATORS["closed-latch"]
+    spec = models.get_scenario("closed-latch")
 
     def too_long(s):
-        found = original(s)
+        found = spec.estimate(s)
         found.fitted["hold_ms"] = (2500.0,) + found.fitted["hold_ms"][1:]
         return found
 
-    fitting.ESTIMATORS["closed-latch"] = too_long
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(models.CATALOGUE, "closed-latch", dataclasses.replace(spec, estimate=too_long))
         fit = fitting.fit(snap, replicates=2)
-    finally:
-        fitting.ESTIMATORS["closed-latch"] = original
     assert fit.params["hold_ms"].clipped == "high" and fit.params["hold_ms"].estimate == limit
     assert json.loads(fit.to_json())["params"]["hold_ms"]["clipped"] == "high"
     assert json.loads(fit.to_json())["params"]["workers"]["clipped"] is None
@@ -364,7 +364,7 @@ def test_value_fuzz_of_snapshots_ends_in_a_result_or_a_named_error():
 
 
 def test_the_upload_panel_names_each_door_error_without_a_traceback():
-    from models.widgets import SnapshotPanel
+    from models.book.widgets import SnapshotPanel
 
     panel = SnapshotPanel(your_server.EXAMPLE)
     uploads = {

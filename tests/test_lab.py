@@ -42,7 +42,7 @@ def expected_numbers(path: Path) -> dict[int, list[str]]:
 @pytest.fixture(scope="module")
 def lab_view() -> dict:
     """After Run All in JupyterLab: the text of every markdown cell (inside collapsed dropdowns too) and the
-    titles of the dropdowns that are closed."""
+    titles of the dropdowns that are closed and of those that are open."""
     def look() -> dict:
         with LabSession() as lab:
             page = lab.open(lab.add_notebook(CHAPTER.name, CHAPTER))
@@ -52,7 +52,9 @@ def lab_view() -> dict:
             return {"texts": page.eval_on_selector_all(
                         cells, "els => els.map(e => (e.querySelector('.myst') || {textContent: ''}).textContent)"),
                     "closed": page.eval_on_selector_all(f"{cells} .myst details:not([open]) > summary",
-                                                        "els => els.map(e => e.textContent)")}
+                                                        "els => els.map(e => e.textContent)"),
+                    "open": page.eval_on_selector_all(f"{cells} .myst details[open] > summary",
+                                                      "els => els.map(e => e.textContent)")}
 
     # Playwright's sync API refuses a thread with a running asyncio loop (nbval's kernel clients may leave one
     # in this worker): drive the browser from a thread of its own.
@@ -77,7 +79,25 @@ def test_the_prose_shows_its_numbers(rendered: list[str]) -> None:
     assert not missing, f"numbers missing from the rendered prose (cell, number): {missing[:10]}"
 
 
+def solution_titles(path: Path) -> tuple[list[str], list[int]]:
+    """The titles of the chapter's solution dropdowns, as its markdown writes them (```{dropdown} Solution 1), and
+    the numbers of its exercises (``1. **Knob: ...``)."""
+    nb = nbformat.read(path, as_version=4)
+    markdown = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
+    titles = [m.group(1).strip() for text in markdown
+              for m in re.finditer(r"^[`:]{3,}\{dropdown\}[ \t]*(Solution\b.*)$", text, re.M)]
+    exercises = [int(m.group(1)) for text in markdown for m in re.finditer(r"^(\d+)\. \*\*Knob", text, re.M)]
+    return titles, exercises
+
+
 def test_solutions_are_collapsed(lab_view: dict) -> None:
-    """The exercises' solutions render as closed dropdowns, not as code blocks with the answer in view."""
-    solutions = [t for t in lab_view["closed"] if "Solution" in t]
-    assert len(solutions) >= 4, f"closed solution dropdowns: {lab_view['closed']}"
+    """Every exercise's solution in the notebook renders as a closed dropdown of its own title, and none opens
+    with the answer in view."""
+    wanted, exercises = solution_titles(CHAPTER)
+    assert exercises and wanted == [f"Solution {n}" for n in exercises], (
+        f"every exercise {exercises} should have its solution dropdown, in order: {wanted}")
+    closed = [" ".join(t.split()) for t in lab_view["closed"]]
+    missing = [t for t in wanted if not any(re.search(rf"(^|\W){re.escape(t)}($|\W)", c) for c in closed)]
+    assert not missing, f"solutions not rendered as closed dropdowns: {missing} (closed: {closed})"
+    opened = [t for t in lab_view["open"] if "Solution" in t]
+    assert not opened, f"solution dropdowns open on load: {opened}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.analysis import nested as nx
+from models.book.analysis import nested as nx
 
 
 def test_serial_times_reproduce_the_measurements():

@@ -10,7 +10,6 @@ Little's law holds on every latch queue.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

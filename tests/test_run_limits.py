@@ -17,18 +17,21 @@ import math
 import warnings
 from typing import Any
 
-import fingerprints as fp
+import fingerprints
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import models
-from models.engine import state as ms
 from models.engine.program import (
     BR_ALWAYS, BR_FAILED, BR_FULL, BR_MORE_ROWS, BR_OUTSIDE, EX, EXPONENTIAL, FIND_LEAF, FIND_PARENT,
     FIND_ROOT, FIXED, MODE_NAMES, OS_PREEMPTIVE, OS_SPIN, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED,
     Program, register,
+)
+from models.engine.state import (
+    DONE, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_QUEUE, NEW, STATUS_DONE, STATUS_TIME_BOUND, State, WF_KERNEL,
+    WF_OSWAIT, WF_SLEPT, W_STATE,
 )
 from models.params import Param, ParameterError
 from models.result import TABLES, Result, build
@@ -130,7 +133,7 @@ def assert_sound(res: Result, limit_ms: float, max_events: int) -> None:
 # ---------------------------------------------------------------- what was under way, exactly
 
 
-def cut_at_400_us(activities: list[str], context_switch_us: float = 0.0) -> tuple[ms.State, Result]:
+def cut_at_400_us(activities: list[str], context_switch_us: float = 0.0) -> tuple[State, Result]:
     """Run one worker per activity, each on a scheduler of its own from time 0, and stop the run at 400 us.
 
     A CPU burst and a sleep would take 1,000 us, an OS call 300 us of the serialised path's work.  "hold" and
@@ -162,7 +165,7 @@ def cut_at_400_us(activities: list[str], context_switch_us: float = 0.0) -> tupl
                   schedulers=n, context_switch_us=context_switch_us, os_wait_type="MEMORY_ALLOCATION_EXT")
     raw = simulate(wl, 1, max_sim_ms=0.45)
     res = build(raw, "cut", {}, 1)
-    assert raw.status == ms.STATUS_TIME_BOUND and res.elapsed_ms == 0.4
+    assert raw.status == STATUS_TIME_BOUND and res.elapsed_ms == 0.4
     return raw.state, res
 
 
@@ -170,7 +173,7 @@ def test_a_cut_keeps_the_elapsed_part_of_a_burst_a_sleep_and_a_context_switch():
     s, res = cut_at_400_us(["cpu", "sleep"])
     assert res.workers["cpu_ms"].tolist() == [0.4, 0.0, 0.0]
     assert res.schedulers["busy_ms"].tolist() == [0.4, 0.0, 0.0]
-    assert s.wf[1, ms.WF_SLEPT] == 400.0
+    assert s.worker_times[1, WF_SLEPT] == 400.0
     # Mid-way through its context switch a worker has used no CPU; its scheduler has spent the switch so far.
     s, res = cut_at_400_us(["cpu"], context_switch_us=1000.0)
     assert res.workers["cpu_ms"].tolist() == [0.0, 0.0]
@@ -190,12 +193,12 @@ def test_a_cut_keeps_the_elapsed_part_of_os_calls_working_and_queued():
     # Three calls at once: the path works on them from 0, 300 and 600 us; at 400 us the second is a third done.
     s, res = cut_at_400_us(["spin-call"] * 3)
     assert res.workers["cpu_ms"].tolist() == [0.3, 0.4, 0.4, 0.0]
-    assert s.wf[:3, ms.WF_KERNEL].tolist() == [300.0, 400.0, 400.0]
-    assert (s.gf[ms.GF_OS_KERNEL], s.gf[ms.GF_OS_BUSY], s.gf[ms.GF_OS_QUEUE]) == (1100.0, 400.0, 700.0)
+    assert s.worker_times[:3, WF_KERNEL].tolist() == [300.0, 400.0, 400.0]
+    assert (s.run_times[GF_OS_KERNEL], s.run_times[GF_OS_BUSY], s.run_times[GF_OS_QUEUE]) == (1100.0, 400.0, 700.0)
     s, res = cut_at_400_us(["preemptive-call"] * 3)
     assert res.workers["cpu_ms"].tolist() == [0.0] * 4
-    assert s.wf[:3, ms.WF_OSWAIT].tolist() == [300.0, 400.0, 400.0]
-    assert (s.gf[ms.GF_OS_KERNEL], s.gf[ms.GF_OS_BUSY], s.gf[ms.GF_OS_QUEUE]) == (400.0, 400.0, 700.0)
+    assert s.worker_times[:3, WF_OSWAIT].tolist() == [300.0, 400.0, 400.0]
+    assert (s.run_times[GF_OS_KERNEL], s.run_times[GF_OS_BUSY], s.run_times[GF_OS_QUEUE]) == (400.0, 400.0, 700.0)
     wait = res.wait_stats.set_index("wait_type").loc["MEMORY_ALLOCATION_EXT"]
     assert (wait["waiting_tasks_count"], wait["wait_time_ms"], wait["max_wait_time_ms"]) == (3, 1.1, 0.4)
 
@@ -231,7 +234,7 @@ def test_the_same_inputs_give_the_same_result(case, max_sim_ms, max_events):
     first = run_quietly(name, **v, max_sim_ms=max_sim_ms, max_events=max_events, trace_events=200)
     again = run_quietly(name, **v, max_sim_ms=max_sim_ms, max_events=max_events, trace_events=200)
     assert first.to_json() == again.to_json()
-    assert fp.fingerprint(first) == fp.fingerprint(again)
+    assert fingerprints.fingerprint(first) == fingerprints.fingerprint(again)
 
 
 @settings(EXAMPLES, max_examples=100)
@@ -396,11 +399,11 @@ BUDGET = 20_000  # events a generated workload may take to finish (they take a f
 def test_generated_programs_finish_within_their_budget(wl, seed):
     raw = simulate(wl, seed, max_events=BUDGET, trace_events=2_000)
     res = build(raw, "generated", {}, seed)
-    assert raw.status == ms.STATUS_DONE and not res.truncated, res.truncated_reason
+    assert raw.status == STATUS_DONE and not res.truncated, res.truncated_reason
     assert_sound(res, math.inf, BUDGET)
     # Every worker ended, but for the parallel workers of a query whose grant failed: those never started.
-    never_started = raw.state.wi[:, ms.W_STATE] == ms.NEW
-    assert (never_started | (raw.state.wi[:, ms.W_STATE] == ms.DONE)).all()
+    never_started = raw.state.workers[:, W_STATE] == NEW
+    assert (never_started | (raw.state.workers[:, W_STATE] == DONE)).all()
     assert not np.isfinite(np.asarray(wl.worker_arrival_us)[never_started]).any()
 
 

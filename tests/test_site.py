@@ -445,7 +445,7 @@ def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, wi
     try:
         page.set_viewport_size({"width": width, "height": 900})
         check_charts(page)
-        # A chart wider than the column is laid out again for it (models/render.py), once or twice, after
+        # A chart wider than the column is laid out again for it (models/book/render.py), once or twice, after
         # the window's resize settles.
         page.wait_for_timeout(400)
         page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import models
-from models import analytic, render, stored
-from models.analysis import convoy as cv
-from models.analysis import validation
+from models import analytic
+from models.book import render, stored
+from models.book.analysis import convoy as cv
+from models.book.analysis import validation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cpu_jitter  # noqa: E402
@@ -44,8 +45,8 @@ def test_fitted_rounds_every_field_of_a_fit():
 
 def test_glue_stores_the_rounded_value_for_the_prose():
     assert stored.glue("x_test", np.float64(0.1434761116101261)) == 0.1434761116
-    assert stored.g.x_test == 0.1434761116 and type(stored.g.x_test) is float
-    assert f"{stored.g.x_test:.2f}" == "0.14"  # what {eval}`f"{g.x_test:.2f}"` shows in the prose
+    assert stored.quoted.x_test == 0.1434761116 and type(stored.quoted.x_test) is float
+    assert f"{stored.quoted.x_test:.2f}" == "0.14"  # what {eval}`f"{quoted.x_test:.2f}"` shows in the prose
 
 
 def test_glue_refuses_a_name_the_prose_cannot_read():

@@ -17,7 +17,7 @@ from scipy import stats
 
 from models.params import ParameterError
 
-from models.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95,
+from models.book.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95,
                           write_table)
 
 SMALL = Sweep(
@@ -66,7 +66,7 @@ def test_stored_table_is_byte_identical_on_every_executor(tmp_path):
 
 
 def test_bad_jobs_or_more_than_the_cpus_are_refused_before_any_process_starts(monkeypatch):
-    import models.sweep as sweep_module
+    import models.book.sweep as sweep_module
     from models.params import ParameterError
 
     def no_pool(*args, **kwargs):
@@ -118,7 +118,7 @@ def test_cli_refuses_a_dask_address_that_does_not_answer_in_one_line():
 
 INTERRUPTED_SWEEP = """
 import sys, time
-from models.sweep import run_all
+from models.book.sweep import run_all
 
 print("go", flush=True)
 try:

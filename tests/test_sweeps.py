@@ -5,14 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from models.sweep import DATA_DIR, run_one, run_point, sweeps
+from models.book.sweep import CI_SUFFIX, DATA_DIR, run_one, run_point, sweeps
 
 SWEEPS = sweeps()
 MAX_BYTES = 2 * 1024 * 1024
 
 
 def test_there_are_sweeps():
-    assert SWEEPS, "no sweep modules under models/sweeps"
+    assert SWEEPS, "no sweep modules under models/book/sweeps"
 
 
 @pytest.mark.parametrize("name", sorted(SWEEPS))
@@ -28,12 +28,21 @@ def test_stored_sweep_is_complete_and_compact(name):
 
 @pytest.mark.parametrize("name", sorted(SWEEPS))
 def test_a_random_sweep_has_seeds_enough_for_its_intervals(name):
-    """Fewer than 5 replications only where the seed changes no number (then one run is the answer)."""
+    """Fewer than 5 replications only where the seed changes no number (then one run is the answer); a sweep
+    replicated 5 or more times is one whose seed matters, and its stored rows carry the intervals to show it."""
     sweep = SWEEPS[name]
     point = sweep.points()[len(sweep.points()) // 2]
     first, other = (run_one(sweep.scenario, dict(point, seed=s), sweep.measure) for s in (1, 99))
-    if first != other:  # the scenario draws random numbers: its means need a confidence interval
-        assert sweep.replications >= 5, f"{name}: the seed matters, so it needs 5 or more replications"
+    changed = sorted(m for m in first if first[m] != other[m])
+    widths = pd.read_csv(DATA_DIR / f"{name}.csv")[[m + CI_SUFFIX for m in sweep.metric_names()]].to_numpy()
+    if sweep.replications < 5:
+        assert not changed, (f"{name}: {sweep.replications} replication(s), but the seed changes {changed}: "
+                             "a random sweep needs 5 or more for its confidence intervals")
+        assert (widths == 0).all(), f"{name}: the seed changes nothing, yet the stored rows have nonzero intervals"
+    else:
+        assert changed, (f"{name}: {sweep.replications} replications, but seeds 1 and 99 give the same numbers: "
+                         "the replications repeat one run (is the seed passed through?)")
+        assert (widths > 0).any(), f"{name}: the seed matters, yet every stored confidence interval is zero"
 
 
 @pytest.mark.parametrize("name", sorted(SWEEPS))
@@ -59,7 +68,7 @@ def test_seeds_per_point_gives_each_point_its_own_seeds():
     shares them (smooth curves); run_point uses the same seeds as the whole sweep."""
     from dataclasses import replace
 
-    from models.sweep import tasks
+    from models.book.sweep import tasks
 
     shared = SWEEPS["validation"]
     assert shared.seeds_per_point

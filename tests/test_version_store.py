@@ -10,7 +10,7 @@ import pytest
 
 import models
 from models import ParameterError
-from models.analysis import version_store as vs
+from models.book.analysis import version_store as vs
 from models.calibration import HANDOFF_US
 from models.scenarios import version_store as sc
 

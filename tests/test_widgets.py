@@ -12,7 +12,7 @@ import ipywidgets as w
 import pytest
 
 import models
-from models import widgets
+from models.book import widgets
 
 KNOBS = ["arrival_rate_per_s", "hold_ms", "wakeup_us", "policy", "quantum_ms", "schedulers"]
 
@@ -227,7 +227,7 @@ def test_debouncer_with_a_manual_timer():
 
 def test_the_site_build_stores_no_vega_bundle_in_the_page(monkeypatch, small):
     """On the static site the panel is a note; its chart view must not carry the 0.9 MB bundle into the page."""
-    from models import render
+    from models.book import render
 
     live = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("waits",))
     assert "vegaEmbed" in live.panel.chart_view._esm

@@ -19,3 +19,5 @@ buffer and calls :func:`models.engine.loop.run_events`.
 """
 
 from models.engine import jit  # noqa: F401  (installs the cache locators before any kernel is defined)
+
+__all__ = ["jit"]

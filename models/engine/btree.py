@@ -32,7 +32,8 @@ from models.engine.state import (
     BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEATN, BT_LEAVES,
     BT_MID_SPLITS, BT_NONLEAF_SPLITS, BT_OVERFLOW, BT_PAGES, BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_SCHEDULERS,
     BT_STRATEGY, BT_TREES, GF_END, GRANT_FAILED, GRANT_FORCED, G_MAIN_LEFT, PG_LEVEL, PG_LOW, PG_PARENT,
-    PG_ROWS, PG_TREE, W_BATCH, W_KEY, W_OUTCOME, W_PAGE, W_REG0, W_SCALE, W_SCHED, tables,
+    PG_ROWS, PG_TREE, P_A, P_B, P_C, P_OP, W_BATCH, W_KEY, W_OUTCOME, W_PAGE, W_REG0, W_SCALE, W_SCHED,
+    tables,
 )
 
 # Key strategies: how the next row's clustered key is made.
@@ -48,12 +49,12 @@ _JIT = dict(cache=True, _nrt=False, error_model="numpy")
 
 def initialise(bt: np.ndarray, pages: np.ndarray, leaves: np.ndarray, strategy: int, capacity: int,
                fanout: int, buckets: int, trees: int, page_latch0: int, root_latch0: int,
-               gate_latch0: int, schedulers: int) -> None:
+               gate_latch0: int, n_schedulers: int) -> None:
     """An empty index: each tree is a root over one non-leaf page over one empty leaf page."""
     bt[:] = 0
     bt[BT_STRATEGY], bt[BT_CAPACITY], bt[BT_FANOUT], bt[BT_BUCKETS] = strategy, capacity, fanout, buckets
     bt[BT_TREES], bt[BT_PAGE_LATCH0], bt[BT_ROOT_LATCH0] = trees, page_latch0, root_latch0
-    bt[BT_GATE_LATCH0], bt[BT_SCHEDULERS], bt[BT_COUNTER] = gate_latch0, schedulers, 1
+    bt[BT_GATE_LATCH0], bt[BT_SCHEDULERS], bt[BT_COUNTER] = gate_latch0, n_schedulers, 1
     for tree in range(trees):
         parent, leaf = 2 * tree, 2 * tree + 1
         pages[parent] = 0
@@ -259,54 +260,57 @@ def index_step(mem, w, pc, now):
     worker's registers; the latches they name are taken by ACQUIREs.
     """
     t = tables(mem)
-    wi, bt, pages, leaves = t.wi, t.bt, t.pages, t.leaves
-    op, a, b = t.prog_i[pc, 0], t.prog_i[pc, 1], t.prog_i[pc, 2]
-    key = wi[w, W_KEY]
+    workers, bt, pages, leaves = t.workers, t.bt, t.pages, t.leaves
+    prog_i = t.prog_i
+    op = prog_i[pc, P_OP]
+    key = workers[w, W_KEY]
     if op == ROW:
-        wi[w, W_KEY] = next_key(bt, t.rng)
-        if b == 1:
-            wi[w, W_BATCH] = t.prog_i[pc, 3]
+        workers[w, W_KEY] = next_key(bt, t.rng)
+        if prog_i[pc, P_B] == 1:  # the row starts a call; operand c is its row count
+            workers[w, W_BATCH] = prog_i[pc, P_C]
     elif op == FIND:
-        if b == FIND_ROOT:
+        stage = prog_i[pc, P_B]
+        if stage == FIND_ROOT:
             tree = tree_of(key)
-            wi[w, W_REG0 + R_ROOT] = root_latch(bt, tree)
-            wi[w, W_REG0 + R_GATE] = gate_latch(bt, tree, wi[w, W_SCHED])
+            workers[w, W_REG0 + R_ROOT] = root_latch(bt, tree)
+            workers[w, W_REG0 + R_GATE] = gate_latch(bt, tree, workers[w, W_SCHED])
         else:
             leaf = leaf_of(bt, pages, leaves, key)
-            if b == FIND_LEAF:
-                wi[w, W_PAGE] = leaf
-                wi[w, W_REG0 + R_LEAF] = page_latch(bt, leaf)
+            if stage == FIND_LEAF:
+                workers[w, W_PAGE] = leaf
+                workers[w, W_REG0 + R_LEAF] = page_latch(bt, leaf)
             else:
-                wi[w, W_REG0 + R_PARENT] = page_latch(bt, pages[leaf, PG_PARENT])
+                workers[w, W_REG0 + R_PARENT] = page_latch(bt, pages[leaf, PG_PARENT])
     elif op == BRANCH:
-        page = wi[w, W_PAGE]
-        if b == BR_ALWAYS:
+        page = workers[w, W_PAGE]
+        condition = prog_i[pc, P_B]
+        if condition == BR_ALWAYS:
             jump = True
-        elif b == BR_FULL:
+        elif condition == BR_FULL:
             jump = full(bt, pages, page)
-        elif b == BR_NOT_FULL:
+        elif condition == BR_NOT_FULL:
             jump = not full(bt, pages, page)
-        elif b == BR_PARENT_FULL:
-            jump = full(bt, pages, wi[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
-        elif b == BR_OUTSIDE:
+        elif condition == BR_PARENT_FULL:
+            jump = full(bt, pages, workers[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
+        elif condition == BR_OUTSIDE:
             jump = outside(bt, pages, leaves, page, key)
-        elif b == BR_MORE_ROWS:
-            jump = wi[w, W_BATCH] > 0
-        elif b == BR_FORCED:
-            jump = wi[w, W_OUTCOME] == GRANT_FORCED
+        elif condition == BR_MORE_ROWS:
+            jump = workers[w, W_BATCH] > 0
+        elif condition == BR_FORCED:
+            jump = workers[w, W_OUTCOME] == GRANT_FORCED
         else:  # BR_FAILED
-            jump = wi[w, W_OUTCOME] == GRANT_FAILED
+            jump = workers[w, W_OUTCOME] == GRANT_FAILED
         if jump:
-            return a
+            return prog_i[pc, P_A]  # the branch target
     elif op == INSERT:
-        insert(bt, pages, t.keys, t.heat, wi[w, W_PAGE], key, now)
-        wi[w, W_BATCH] -= 1
+        insert(bt, pages, t.keys, t.heat, workers[w, W_PAGE], key, now)
+        workers[w, W_BATCH] -= 1
     else:  # SPLIT
-        target, fresh, moved = split(bt, pages, leaves, t.keys, wi[w, W_PAGE], key)
+        target, fresh, moved = split(bt, pages, leaves, t.keys, workers[w, W_PAGE], key)
         if bt[BT_OVERFLOW] == 1:  # the page table is full: end the run (simulate() reports it)
-            t.gi[G_MAIN_LEFT] = 0
-            t.gf[GF_END] = now
-        wi[w, W_PAGE] = target
-        wi[w, W_REG0 + R_NEW] = page_latch(bt, fresh)
-        wi[w, W_SCALE] = moved
+            t.run_cells[G_MAIN_LEFT] = 0
+            t.run_times[GF_END] = now
+        workers[w, W_PAGE] = target
+        workers[w, W_REG0 + R_NEW] = page_latch(bt, fresh)
+        workers[w, W_SCALE] = moved
     return pc + 1

@@ -34,32 +34,32 @@ def push_event(mem, when, kind, w, now):
     climbed to the heap's root and been taken from there next.
     """
     t = tables(mem)
-    gi = t.gi
+    run_cells = t.run_cells
     if when <= now:
         ring = t.ring
-        slot = gi[G_NOW_HEAD] + gi[G_NOW_LEN]
+        slot = run_cells[G_NOW_HEAD] + run_cells[G_NOW_LEN]
         if slot >= ring.shape[0]:
             slot -= ring.shape[0]
         ring[slot] = (kind << EV_WORKER_BITS) | w
-        gi[G_NOW_LEN] += 1
+        run_cells[G_NOW_LEN] += 1
         return
-    gf, heap_t, heap_k = t.gf, t.heap_t, t.heap_k
-    key = (gi[G_SEQ] << EV_SEQ_SHIFT) | (kind << EV_WORKER_BITS) | w
-    gi[G_SEQ] += 1  # a later sequence number than any pending event's: ties go to the others
-    if gi[G_FRONT] == 1:
-        front_t = gf[GF_FRONT_T]
+    run_times, heap_t, heap_k = t.run_times, t.heap_t, t.heap_k
+    key = (run_cells[G_SEQ] << EV_SEQ_SHIFT) | (kind << EV_WORKER_BITS) | w
+    run_cells[G_SEQ] += 1  # a later sequence number than any pending event's: ties go to the others
+    if run_cells[G_FRONT] == 1:
+        front_t = run_times[GF_FRONT_T]
         if when < front_t:  # the new event takes the front; the old front goes to the heap
-            front_k = gi[G_FRONT_K]
-            gf[GF_FRONT_T] = when
-            gi[G_FRONT_K] = key
+            front_k = run_cells[G_FRONT_K]
+            run_times[GF_FRONT_T] = when
+            run_cells[G_FRONT_K] = key
             when, key = front_t, front_k
-    elif gi[G_HEAPN] == 0 or when < heap_t[0]:
-        gi[G_FRONT] = 1
-        gf[GF_FRONT_T] = when
-        gi[G_FRONT_K] = key
+    elif run_cells[G_HEAPN] == 0 or when < heap_t[0]:
+        run_cells[G_FRONT] = 1
+        run_times[GF_FRONT_T] = when
+        run_cells[G_FRONT_K] = key
         return
-    i = gi[G_HEAPN]
-    gi[G_HEAPN] = i + 1
+    i = run_cells[G_HEAPN]
+    run_cells[G_HEAPN] = i + 1
     while i > 0:  # move the hole up past every later parent
         parent = (i - 1) >> 1
         tp = heap_t[parent]
@@ -76,9 +76,9 @@ def push_event(mem, when, kind, w, now):
 def next_event_time(mem):
     """When the earliest pending event is due (the front slot's, else the heap root's); inf if none is."""
     t = tables(mem)
-    if t.gi[G_FRONT] == 1:
-        return t.gf[GF_FRONT_T]
-    if t.gi[G_HEAPN] > 0:
+    if t.run_cells[G_FRONT] == 1:
+        return t.run_times[GF_FRONT_T]
+    if t.run_cells[G_HEAPN] > 0:
         return t.heap_t[0]
     return np.inf
 
@@ -87,13 +87,13 @@ def next_event_time(mem):
 def pop_event(mem):
     """Remove the earliest pending event and return its key (its time is :func:`next_event_time`'s)."""
     t = tables(mem)
-    gi, heap_t, heap_k = t.gi, t.heap_t, t.heap_k
-    if gi[G_FRONT] == 1:
-        gi[G_FRONT] = 0
-        return gi[G_FRONT_K]
+    run_cells, heap_t, heap_k = t.run_cells, t.heap_t, t.heap_k
+    if run_cells[G_FRONT] == 1:
+        run_cells[G_FRONT] = 0
+        return run_cells[G_FRONT_K]
     first = heap_k[0]
-    n = gi[G_HEAPN] - 1
-    gi[G_HEAPN] = n
+    n = run_cells[G_HEAPN] - 1
+    run_cells[G_HEAPN] = n
     last_t, last_k = heap_t[n], heap_k[n]
     i = 0
     while True:  # move the hole at the root down until the last entry fits there

@@ -29,76 +29,76 @@ _JIT = dict(cache=True, _nrt=False, error_model="numpy", inline="always")  # sma
 
 
 @njit(**_JIT)
-def log(gi, glog, now):
+def log(run_cells, glog, now):
     """Note the semaphore's state after a change (the log is bounded: once full it stops)."""
-    n = gi[G_SEM_LOGN]
+    n = run_cells[G_SEM_LOGN]
     if n < glog.shape[0]:
         glog[n, GL_TIME] = now
-        glog[n, GL_GRANTED] = gi[G_SEM_GRANTED]
-        glog[n, GL_WAITERS] = gi[G_SEM_QLEN]
-        gi[G_SEM_LOGN] = n + 1
+        glog[n, GL_GRANTED] = run_cells[G_SEM_GRANTED]
+        glog[n, GL_WAITERS] = run_cells[G_SEM_QLEN]
+        run_cells[G_SEM_LOGN] = n + 1
 
 
 @njit(**_JIT)
-def fits_now(gi, kb):
+def fits_now(run_cells, kb):
     """A new request of ``kb`` is granted at once: nobody queued, and it fits under the target."""
-    return gi[G_SEM_QLEN] == 0 and gi[G_SEM_GRANTED] + kb <= gi[G_SEM_TARGET]
+    return run_cells[G_SEM_QLEN] == 0 and run_cells[G_SEM_GRANTED] + kb <= run_cells[G_SEM_TARGET]
 
 
 @njit(**_JIT)
-def give(gi, wi, w, kb, outcome):
+def give(run_cells, workers, w, kb, outcome):
     """Grant ``kb`` to worker ``w`` with ``outcome`` (granted or forced)."""
-    gi[G_SEM_GRANTED] += kb
-    wi[w, W_GRANTED] = kb
-    wi[w, W_OUTCOME] = outcome
+    run_cells[G_SEM_GRANTED] += kb
+    workers[w, W_GRANTED] = kb
+    workers[w, W_OUTCOME] = outcome
 
 
 @njit(**_JIT)
-def take_back(gi, wi, w):
+def take_back(run_cells, workers, w):
     """Return worker ``w``'s grant to the semaphore."""
-    gi[G_SEM_GRANTED] -= wi[w, W_GRANTED]
-    wi[w, W_GRANTED] = 0
+    run_cells[G_SEM_GRANTED] -= workers[w, W_GRANTED]
+    workers[w, W_GRANTED] = 0
 
 
 @njit(**_JIT)
-def enqueue(gi, wi, w):
+def enqueue(run_cells, workers, w):
     """Put ``w`` at the tail of the grant queue."""
-    wi[w, W_GNEXT] = -1
-    wi[w, W_OUTCOME] = GRANT_WAITING
-    if gi[G_SEM_QTAIL] >= 0:
-        wi[gi[G_SEM_QTAIL], W_GNEXT] = w
+    workers[w, W_GNEXT] = -1
+    workers[w, W_OUTCOME] = GRANT_WAITING
+    if run_cells[G_SEM_QTAIL] >= 0:
+        workers[run_cells[G_SEM_QTAIL], W_GNEXT] = w
     else:
-        gi[G_SEM_QHEAD] = w
-    gi[G_SEM_QTAIL] = w
-    gi[G_SEM_QLEN] += 1
+        run_cells[G_SEM_QHEAD] = w
+    run_cells[G_SEM_QTAIL] = w
+    run_cells[G_SEM_QLEN] += 1
 
 
 @njit(**_JIT)
-def head_fits(gi, wi):
+def head_fits(run_cells, workers):
     """The queue's head (or -1) if its request now fits under the target."""
-    head = gi[G_SEM_QHEAD]
-    if head >= 0 and gi[G_SEM_GRANTED] + wi[head, W_GWANT] <= gi[G_SEM_TARGET]:
+    head = run_cells[G_SEM_QHEAD]
+    if head >= 0 and run_cells[G_SEM_GRANTED] + workers[head, W_GWANT] <= run_cells[G_SEM_TARGET]:
         return head
     return -1
 
 
 @njit(**_JIT)
-def remove(gi, wi, w):
+def remove(run_cells, workers, w):
     """Take ``w`` out of the grant queue, wherever it stands (the queue is short: a walk is enough)."""
-    prev, k = -1, gi[G_SEM_QHEAD]
+    prev, k = -1, run_cells[G_SEM_QHEAD]
     while k >= 0 and k != w:
-        prev, k = k, wi[k, W_GNEXT]
+        prev, k = k, workers[k, W_GNEXT]
     if k < 0:
         return
-    after = wi[w, W_GNEXT]
+    after = workers[w, W_GNEXT]
     if prev >= 0:
-        wi[prev, W_GNEXT] = after
+        workers[prev, W_GNEXT] = after
     else:
-        gi[G_SEM_QHEAD] = after
-    if gi[G_SEM_QTAIL] == w:
-        gi[G_SEM_QTAIL] = prev
-    wi[w, W_GNEXT] = -1
-    gi[G_SEM_QLEN] -= 1
+        run_cells[G_SEM_QHEAD] = after
+    if run_cells[G_SEM_QTAIL] == w:
+        run_cells[G_SEM_QTAIL] = prev
+    workers[w, W_GNEXT] = -1
+    run_cells[G_SEM_QLEN] -= 1
 
 
 # ---------------------------------------------------------------- waiting for a grant
@@ -108,13 +108,13 @@ def remove(gi, wi, w):
 def end_wait_for_grant(mem, w, now):
     """``w``'s RESOURCE_SEMAPHORE wait is over (granted, forced or failed): count it and signal ``w``."""
     t = tables(mem)
-    gi, gf, wf = t.gi, t.gf, t.wf
-    wait = now - wf[w, WF_GREQ]
-    wf[w, WF_GWAIT] = wait
-    gi[G_SEM_WAITS] += 1
-    gf[GF_SEM_WAIT] += wait
-    if wait > gf[GF_SEM_MAXWAIT]:
-        gf[GF_SEM_MAXWAIT] = wait
+    run_cells, run_times, worker_times = t.run_cells, t.run_times, t.worker_times
+    wait = now - worker_times[w, WF_GREQ]
+    worker_times[w, WF_GWAIT] = wait
+    run_cells[G_SEM_WAITS] += 1
+    run_times[GF_SEM_WAIT] += wait
+    if wait > run_times[GF_SEM_MAXWAIT]:
+        run_times[GF_SEM_MAXWAIT] = wait
     signal(mem, w, FLAG_NONE, now)
 
 
@@ -122,15 +122,15 @@ def end_wait_for_grant(mem, w, now):
 def serve_grants(mem, now):
     """Grant the queue's requests in order while the head fits under the target (FIFO: no skipping)."""
     t = tables(mem)
-    gi, wi = t.gi, t.wi
+    run_cells, workers = t.run_cells, t.workers
     while True:
-        head = head_fits(gi, wi)
+        head = head_fits(run_cells, workers)
         if head < 0:
             break
-        remove(gi, wi, head)
-        give(gi, wi, head, wi[head, W_GWANT], GRANT_GRANTED)
+        remove(run_cells, workers, head)
+        give(run_cells, workers, head, workers[head, W_GWANT], GRANT_GRANTED)
         end_wait_for_grant(mem, head, now)
-    log(gi, t.glog, now)
+    log(run_cells, t.glog, now)
 
 
 @njit(**JIT_CALL)
@@ -144,20 +144,20 @@ def on_grant_timeout(mem, w, now):
     worker's next request, if it has one.
     """
     t = tables(mem)
-    gi, wi, wf = t.gi, t.wi, t.wf
-    wf[w, WF_GTIMER] = -1.0
-    if wi[w, W_OUTCOME] != GRANT_WAITING:
+    run_cells, workers, worker_times = t.run_cells, t.workers, t.worker_times
+    worker_times[w, WF_GTIMER] = -1.0
+    if workers[w, W_OUTCOME] != GRANT_WAITING:
         return
-    if wf[w, WF_GDEADLINE] > now:
-        wf[w, WF_GTIMER] = wf[w, WF_GDEADLINE]
-        push_event(mem, wf[w, WF_GDEADLINE], EV_TIMEOUT, w, now)
+    if worker_times[w, WF_GDEADLINE] > now:
+        worker_times[w, WF_GTIMER] = worker_times[w, WF_GDEADLINE]
+        push_event(mem, worker_times[w, WF_GDEADLINE], EV_TIMEOUT, w, now)
         return
-    remove(gi, wi, w)
-    if gi[G_SEM_GRANTED] + wi[w, W_GNEED] <= gi[G_SEM_LIMIT]:
-        give(gi, wi, w, wi[w, W_GNEED], GRANT_FORCED)
-        gi[G_SEM_FORCED] += 1
+    remove(run_cells, workers, w)
+    if run_cells[G_SEM_GRANTED] + workers[w, W_GNEED] <= run_cells[G_SEM_LIMIT]:
+        give(run_cells, workers, w, workers[w, W_GNEED], GRANT_FORCED)
+        run_cells[G_SEM_FORCED] += 1
     else:
-        wi[w, W_OUTCOME] = GRANT_FAILED
-        gi[G_SEM_TIMEOUTS] += 1
+        workers[w, W_OUTCOME] = GRANT_FAILED
+        run_cells[G_SEM_TIMEOUTS] += 1
     end_wait_for_grant(mem, w, now)
     serve_grants(mem, now)

@@ -53,64 +53,64 @@ CONFLICTS = sum(1 << (5 * requested + held) for requested in range(5) for held i
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def grantable(li, latch, mode):
+def grantable(latches, latch, mode):
     """True when no mode currently held on ``latch`` conflicts with ``mode``."""
-    return li[latch, L_HELD] & (CONFLICTS >> (5 * mode)) & 31 == 0
+    return latches[latch, L_HELD] & (CONFLICTS >> (5 * mode)) & 31 == 0
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def hold(li, latch, mode):
+def hold(latches, latch, mode):
     """One more holder of ``latch`` in ``mode``."""
-    li[latch, mode] += 1
-    li[latch, L_HELD] |= 1 << mode
+    latches[latch, mode] += 1
+    latches[latch, L_HELD] |= 1 << mode
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def unhold(li, latch, mode):
+def unhold(latches, latch, mode):
     """One holder of ``latch`` in ``mode`` fewer."""
-    li[latch, mode] -= 1
-    if li[latch, mode] == 0:
-        li[latch, L_HELD] &= ~(1 << mode)
+    latches[latch, mode] -= 1
+    if latches[latch, mode] == 0:
+        latches[latch, L_HELD] &= ~(1 << mode)
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def _account_queue(li, lf, latch, now):
+def _account_queue(latches, latch_times, latch, now):
     """Add the queue length since the last change to the queue-length integral."""
-    lf[latch, LF_QAREA] += li[latch, L_QLEN] * (now - lf[latch, LF_QLAST])
-    lf[latch, LF_QLAST] = now
+    latch_times[latch, LF_QAREA] += latches[latch, L_QLEN] * (now - latch_times[latch, LF_QLAST])
+    latch_times[latch, LF_QLAST] = now
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def enqueue(li, lf, wi, wf, latch, w, now):
+def enqueue(latches, latch_times, workers, worker_times, latch, w, now):
     """Append worker ``w`` to the latch's FIFO wait queue."""
-    _account_queue(li, lf, latch, now)
-    tail = li[latch, L_QTAIL]
-    wi[w, W_QNEXT] = -1
+    _account_queue(latches, latch_times, latch, now)
+    tail = latches[latch, L_QTAIL]
+    workers[w, W_QNEXT] = -1
     if tail < 0:
-        li[latch, L_QHEAD] = w
+        latches[latch, L_QHEAD] = w
     else:
-        wi[tail, W_QNEXT] = w
-    li[latch, L_QTAIL] = w
-    li[latch, L_QLEN] += 1
-    wi[w, W_QSEQ] = li[latch, L_QSEQ]
-    li[latch, L_QSEQ] += 1
-    wf[w, WF_TENQ] = now
+        workers[tail, W_QNEXT] = w
+    latches[latch, L_QTAIL] = w
+    latches[latch, L_QLEN] += 1
+    workers[w, W_QSEQ] = latches[latch, L_QSEQ]
+    latches[latch, L_QSEQ] += 1
+    worker_times[w, WF_TENQ] = now
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def dequeue(li, lf, wi, wf, latch, now):
+def dequeue(latches, latch_times, workers, worker_times, latch, now):
     """Remove and return the head waiter of the latch (-1 if none)."""
-    w = li[latch, L_QHEAD]
+    w = latches[latch, L_QHEAD]
     if w < 0:
         return -1
-    _account_queue(li, lf, latch, now)
-    nxt = wi[w, W_QNEXT]
-    li[latch, L_QHEAD] = nxt
+    _account_queue(latches, latch_times, latch, now)
+    nxt = workers[w, W_QNEXT]
+    latches[latch, L_QHEAD] = nxt
     if nxt < 0:
-        li[latch, L_QTAIL] = -1
-    wi[w, W_QNEXT] = -1
-    li[latch, L_QLEN] -= 1
-    lf[latch, LF_QRES] += now - wf[w, WF_TENQ]
+        latches[latch, L_QTAIL] = -1
+    workers[w, W_QNEXT] = -1
+    latches[latch, L_QLEN] -= 1
+    latch_times[latch, LF_QRES] += now - worker_times[w, WF_TENQ]
     return w
 
 
@@ -129,45 +129,46 @@ POLICIES = ("fair", "unfair")  # by code: the choices a scenario's ``policy`` pa
 def complete_acquire(mem, w, now):
     """Record a finished acquire: the worker now runs holding the latch."""
     t = tables(mem)
-    wi, wf, li, lf, lw, gi = t.wi, t.wf, t.li, t.lf, t.lw, t.gi
-    latch = wi[w, W_LATCH]
-    mode = wi[w, W_MODE]
-    latency = now - wf[w, WF_TREQ]
-    li[latch, L_ACQ] += 1
-    wi[w, W_ACQ] += 1
-    lf[latch, LF_LATSUM] += latency
+    workers, worker_times, run_cells = t.workers, t.worker_times, t.run_cells
+    latches, latch_times, latch_waits = t.latches, t.latch_times, t.latch_waits
+    latch = workers[w, W_LATCH]
+    mode = workers[w, W_MODE]
+    latency = now - worker_times[w, WF_TREQ]
+    latches[latch, L_ACQ] += 1
+    workers[w, W_ACQ] += 1
+    latch_times[latch, LF_LATSUM] += latency
     samples = t.samples
-    n = gi[G_SAMPLEN]
+    n = run_cells[G_SAMPLEN]
     if n < samples.shape[0]:
         samples[n, 0] = latency
         samples[n, 1] = latch
-        gi[G_SAMPLEN] = n + 1
-    if wi[w, W_WAITED] == 1:
-        wait = wf[w, WF_WAITACC]
-        lw[latch, mode, LW_COUNT] += 1
-        lw[latch, mode, LW_TIME] += wait
-        lw[latch, mode, LW_SIG] += wf[w, WF_SIGACC]
-        if wait > lw[latch, mode, LW_MAX]:
-            lw[latch, mode, LW_MAX] = wait
-        wf[w, WF_LATCHWAIT] += wait
+        run_cells[G_SAMPLEN] = n + 1
+    if workers[w, W_WAITED] == 1:
+        wait = worker_times[w, WF_WAITACC]
+        latch_waits[latch, mode, LW_COUNT] += 1
+        latch_waits[latch, mode, LW_TIME] += wait
+        latch_waits[latch, mode, LW_SIG] += worker_times[w, WF_SIGACC]
+        if wait > latch_waits[latch, mode, LW_MAX]:
+            latch_waits[latch, mode, LW_MAX] = wait
+        worker_times[w, WF_LATCHWAIT] += wait
     log_i, log_f = t.log_i, t.log_f
     if log_i.shape[0] > 0:  # without an acquire log, W_LOG is never set and stays -1
-        k = gi[G_LOGN]
+        k = run_cells[G_LOGN]
         if k < log_i.shape[0]:
             log_i[k, AL_WORKER] = w
             log_i[k, AL_LATCH] = latch
             log_i[k, AL_MODE] = mode
-            log_i[k, AL_SUSPENDED] = wi[w, W_WAITED]
-            log_i[k, AL_QSEQ] = wi[w, W_QSEQ] if wi[w, W_WAITED] == 1 else -1
-            log_f[k, ALF_REQUEST] = wf[w, WF_TREQ]
-            log_f[k, ALF_GRANT] = wf[w, WF_TSIG] if wi[w, W_FLAG] == FLAG_GRANTED else now
+            log_i[k, AL_SUSPENDED] = workers[w, W_WAITED]
+            log_i[k, AL_QSEQ] = workers[w, W_QSEQ] if workers[w, W_WAITED] == 1 else -1
+            log_f[k, ALF_REQUEST] = worker_times[w, WF_TREQ]
+            log_f[k, ALF_GRANT] = worker_times[w, WF_TSIG] if workers[w, W_FLAG] == FLAG_GRANTED else now
             log_f[k, ALF_RUN] = now
             log_f[k, ALF_RELEASE] = -1.0
-            gi[G_LOGN] = k + 1
-            wi[w, W_LOG] = k
+            run_cells[G_LOGN] = k + 1
+            workers[w, W_LOG] = k
         else:
-            wi[w, W_LOG] = -1
-    wi[w, W_LATCH] = -1
+            workers[w, W_LOG] = -1
+    workers[w, W_LATCH] = -1
 
 
 @njit(**JIT_HOT)
@@ -178,10 +179,10 @@ def acquire(mem, w, latch, mode, now):
     waiters); an unfair one grants whenever the modes held allow (barging).
     """
     t = tables(mem)
-    li = t.li
-    fair = li[latch, L_POLICY] == FAIR
-    if grantable(li, latch, mode) and (not fair or li[latch, L_QLEN] == 0):
-        hold(li, latch, mode)
+    latches = t.latches
+    fair = latches[latch, L_POLICY] == FAIR
+    if grantable(latches, latch, mode) and (not fair or latches[latch, L_QLEN] == 0):
+        hold(latches, latch, mode)
         complete_acquire(mem, w, now)
         return True
     wait_for_latch(mem, w, latch, fair, now)
@@ -192,15 +193,15 @@ def acquire(mem, w, latch, mode, now):
 def spin_round(mem, w, now):
     """Start one spin round on the latch ``w`` is acquiring (CPU time on its scheduler)."""
     t = tables(mem)
-    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
-    latch = wi[w, W_LATCH]
+    workers, worker_times, latches, latch_times = t.workers, t.worker_times, t.latches, t.latch_times
+    latch = workers[w, W_LATCH]
     set_state(mem, w, SPINNING, now)
-    li[latch, L_SPINNERS] += 1
-    li[latch, L_SPINS] += li[latch, L_SPINS_PER_ROUND]
-    dur = lf[latch, LF_SPIN_US]
-    wf[w, WF_CPU] += dur
-    wf[w, WF_SPIN] += dur
-    t.sf[wi[w, W_SCHED], SF_BUSY] += dur
+    latches[latch, L_SPINNERS] += 1
+    latches[latch, L_SPINS] += latches[latch, L_SPINS_PER_ROUND]
+    dur = latch_times[latch, LF_SPIN_US]
+    worker_times[w, WF_CPU] += dur
+    worker_times[w, WF_SPIN] += dur
+    t.scheduler_times[workers[w, W_SCHED], SF_BUSY] += dur
     push_event(mem, now + dur, EV_SPIN_DONE, w, now)
 
 
@@ -208,11 +209,11 @@ def spin_round(mem, w, now):
 def suspend(mem, w, now):
     """Suspend ``w`` in the FIFO queue of the latch it is acquiring."""
     t = tables(mem)
-    wi, wf = t.wi, t.wf
+    workers, worker_times = t.workers, t.worker_times
     set_state(mem, w, SUSPENDED, now)
-    wi[w, W_WAITED] = 1
-    wf[w, WF_TSUSP] = now
-    enqueue(t.li, t.lf, wi, wf, wi[w, W_LATCH], w, now)
+    workers[w, W_WAITED] = 1
+    worker_times[w, WF_TSUSP] = now
+    enqueue(t.latches, t.latch_times, workers, worker_times, workers[w, W_LATCH], w, now)
     give_up_scheduler(mem, w, now)
 
 
@@ -223,8 +224,8 @@ def wait_for_latch(mem, w, latch, fair, now):
         suspend(mem, w, now)
     else:
         t = tables(mem)
-        t.li[latch, L_COLL] += 1
-        t.wi[w, W_BACKOFFS] = 0
+        t.latches[latch, L_COLL] += 1
+        t.workers[w, W_BACKOFFS] = 0
         spin_round(mem, w, now)
 
 
@@ -232,25 +233,25 @@ def wait_for_latch(mem, w, latch, fair, now):
 def release(mem, w, latch, mode, now):
     """Release ``latch`` held by ``w`` and hand it on (fair) or signal a waiter (unfair)."""
     t = tables(mem)
-    wi, wf, li, lf = t.wi, t.wf, t.li, t.lf
-    unhold(li, latch, mode)
-    k = wi[w, W_LOG]
+    workers, worker_times, latches, latch_times = t.workers, t.worker_times, t.latches, t.latch_times
+    unhold(latches, latch, mode)
+    k = workers[w, W_LOG]
     if k >= 0:
         t.log_f[k, ALF_RELEASE] = now
-        wi[w, W_LOG] = -1
-    if li[latch, L_POLICY] == FAIR:
-        while li[latch, L_QLEN] > 0:
-            head = li[latch, L_QHEAD]
-            want = wi[head, W_MODE]
-            if not grantable(li, latch, want):
+        workers[w, W_LOG] = -1
+    if latches[latch, L_POLICY] == FAIR:
+        while latches[latch, L_QLEN] > 0:
+            head = latches[latch, L_QHEAD]
+            want = workers[head, W_MODE]
+            if not grantable(latches, latch, want):
                 break
-            dequeue(li, lf, wi, wf, latch, now)
-            hold(li, latch, want)
+            dequeue(latches, latch_times, workers, worker_times, latch, now)
+            hold(latches, latch, want)
             signal(mem, head, FLAG_GRANTED, now)
-    elif li[latch, L_QLEN] > 0:
-        head = li[latch, L_QHEAD]
-        if grantable(li, latch, wi[head, W_MODE]):
-            dequeue(li, lf, wi, wf, latch, now)
+    elif latches[latch, L_QLEN] > 0:
+        head = latches[latch, L_QHEAD]
+        if grantable(latches, latch, workers[head, W_MODE]):
+            dequeue(latches, latch_times, workers, worker_times, latch, now)
             signal(mem, head, FLAG_RETRY, now)
 
 
@@ -258,20 +259,20 @@ def release(mem, w, latch, mode, now):
 def on_spin_done(mem, w, now):
     """A spin round ended: take the latch if free (True: go on executing), else back off or suspend."""
     t = tables(mem)
-    wi, li = t.wi, t.li
-    latch = wi[w, W_LATCH]
-    mode = wi[w, W_MODE]
-    li[latch, L_SPINNERS] -= 1
-    if grantable(li, latch, mode):
+    workers, latches = t.workers, t.latches
+    latch = workers[w, W_LATCH]
+    mode = workers[w, W_MODE]
+    latches[latch, L_SPINNERS] -= 1
+    if grantable(latches, latch, mode):
         set_state(mem, w, RUNNING, now)
-        hold(li, latch, mode)
+        hold(latches, latch, mode)
         complete_acquire(mem, w, now)
-        wi[w, W_PC] += 1
+        workers[w, W_PC] += 1
         return True
-    if wi[w, W_BACKOFFS] < li[latch, L_MAX_BACKOFFS]:
-        pause = t.lf[latch, LF_BACKOFF_US] * 2.0 ** wi[w, W_BACKOFFS]
-        wi[w, W_BACKOFFS] += 1
-        li[latch, L_BACKOFFS] += 1
+    if workers[w, W_BACKOFFS] < latches[latch, L_MAX_BACKOFFS]:
+        pause = t.latch_times[latch, LF_BACKOFF_US] * 2.0 ** workers[w, W_BACKOFFS]
+        workers[w, W_BACKOFFS] += 1
+        latches[latch, L_BACKOFFS] += 1
         set_state(mem, w, BACKOFF, now)
         push_event(mem, now + pause, EV_BACKOFF_DONE, w, now)
     else:

@@ -91,11 +91,11 @@ from models.engine.state import (
     GF_MAX_TIME, GF_NOW, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT, GF_QUANTUM,
     GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_MAIN_LEFT, G_NEXT_ARRIVAL,
     G_NOW_HEAD, G_NOW_LEN, G_STATUS, G_UNITS, LF_CONTCOST, LF_SPIN_US, L_QLEN, L_SPINNERS, L_SPINS,
-    L_SPINS_PER_ROUND, NEW, SF_BUSY, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK,
-    STATUS_TIME_BOUND, SUSPENDED, S_HEAD, S_LOAD, WF_ARRIVE, WF_CPU, WF_KERNEL, WF_OSSTART, WF_OSWAIT,
-    WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN, WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC, W_BACKOFFS,
-    W_DAEMON, W_FLAG, W_LATCH, W_LOOP0, W_MODE, W_PARENT, W_PC, W_REG0, W_SCALE, W_SCHED, W_STATE, W_WAITED,
-    tables,
+    L_SPINS_PER_ROUND, NEW, P_A, P_B, P_C, P_OP, SF_BUSY, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND,
+    STATUS_STUCK, STATUS_TIME_BOUND, SUSPENDED, S_HEAD, S_LOAD, WF_ARRIVE, WF_CPU, WF_KERNEL, WF_OSSTART,
+    WF_OSWAIT, WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN, WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC,
+    W_BACKOFFS, W_DAEMON, W_FLAG, W_LATCH, W_LOOP0, W_MODE, W_PARENT, W_PC, W_REG0, W_SCALE, W_SCHED, W_STATE,
+    W_WAITED, tables,
 )
 
 
@@ -107,80 +107,85 @@ def execute(mem, w, now):
     taken, the quantum is up with others waiting, END) call kernels of their own.
     """
     t = tables(mem)
-    wi, wf, si, sf, li, lf = t.wi, t.wf, t.si, t.sf, t.li, t.lf
-    prog_i, prog_x = t.prog_i, t.prog_x
-    s = wi[w, W_SCHED]
-    pc = wi[w, W_PC]  # kept in a register; written back before every exit
+    workers, worker_times, schedulers, scheduler_times = t.workers, t.worker_times, t.schedulers, t.scheduler_times
+    latches, latch_times, prog_i, prog_x = t.latches, t.latch_times, t.prog_i, t.prog_x
+    s = workers[w, W_SCHED]
+    pc = workers[w, W_PC]  # kept in a register; written back before every exit
     while True:
-        op = prog_i[pc, 0]
-        a = prog_i[pc, 1]
-        b = prog_i[pc, 2]
+        op = prog_i[pc, P_OP]
         if op == CPU:
-            if a == SCALED:
-                dur = prog_x[pc] * wi[w, W_SCALE]
+            dist, us = prog_i[pc, P_A], prog_x[pc]  # SCALED: us per row the last SPLIT moved
+            contended = prog_i[pc, P_B]  # a latch whose every contender adds to the burst, or -1
+            if dist == SCALED:
+                dur = us * workers[w, W_SCALE]
             else:
-                dur = draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc])
-            if b >= 0:
-                dur += lf[b, LF_CONTCOST] * (li[b, L_QLEN] + li[b, L_SPINNERS])
-            wi[w, W_PC] = pc + 1
-            wf[w, WF_CPU] += dur
-            sf[s, SF_BUSY] += dur
+                dur = draw(t.rng, t.run_times, GF_LOG_AHEAD, dist, us)
+            if contended >= 0:
+                contenders = latches[contended, L_QLEN] + latches[contended, L_SPINNERS]
+                dur += latch_times[contended, LF_CONTCOST] * contenders
+            workers[w, W_PC] = pc + 1
+            worker_times[w, WF_CPU] += dur
+            scheduler_times[s, SF_BUSY] += dur
             push_event(mem, now + dur, EV_CPU_DONE, w, now)
             return
         elif op == ACQUIRE:
-            if a < 0:  # a register: the latch the index walk put there, or none
-                a = wi[w, W_REG0 - 1 - a]
-                if a < 0:
+            latch, mode = prog_i[pc, P_A], prog_i[pc, P_B]
+            if latch < 0:  # a register: the latch the index walk put there, or none
+                latch = workers[w, W_REG0 - 1 - latch]
+                if latch < 0:
                     pc += 1
                     continue
-            if wi[w, W_LATCH] != a:  # a fresh request, not a retry after a signal
-                wi[w, W_LATCH] = a
-                wi[w, W_MODE] = b
-                wi[w, W_WAITED] = 0
-                wi[w, W_BACKOFFS] = 0
-                wf[w, WF_TREQ] = now
-                wf[w, WF_WAITACC] = 0.0
-                wf[w, WF_SIGACC] = 0.0
-            if acquire(mem, w, a, b, now):
+            if workers[w, W_LATCH] != latch:  # a fresh request, not a retry after a signal
+                workers[w, W_LATCH] = latch
+                workers[w, W_MODE] = mode
+                workers[w, W_WAITED] = 0
+                workers[w, W_BACKOFFS] = 0
+                worker_times[w, WF_TREQ] = now
+                worker_times[w, WF_WAITACC] = 0.0
+                worker_times[w, WF_SIGACC] = 0.0
+            if acquire(mem, w, latch, mode, now):
                 pc += 1
             else:
-                wi[w, W_PC] = pc
+                workers[w, W_PC] = pc
                 return
         elif op == RELEASE:
-            if a < 0:
-                a = wi[w, W_REG0 - 1 - a]
-            if a >= 0:
-                release(mem, w, a, b, now)
+            latch, mode = prog_i[pc, P_A], prog_i[pc, P_B]
+            if latch < 0:  # a register, as for ACQUIRE
+                latch = workers[w, W_REG0 - 1 - latch]
+            if latch >= 0:
+                release(mem, w, latch, mode, now)
             pc += 1
         elif op == YIELD:
+            margin_us = prog_x[pc]  # yield this much before the quantum ends
             pc += 1
-            used = now - wf[w, WF_QSTART]
-            if used >= t.gf[GF_QUANTUM] - prog_x[pc - 1]:  # x: yield this much before the quantum ends
-                if si[s, S_HEAD] >= 0:
-                    wi[w, W_PC] = pc
+            used = now - worker_times[w, WF_QSTART]
+            if used >= t.run_times[GF_QUANTUM] - margin_us:
+                if schedulers[s, S_HEAD] >= 0:
+                    workers[w, W_PC] = pc
                     yield_scheduler(mem, w, now)
                     return
-                if used >= t.gf[GF_QUANTUM]:
-                    wf[w, WF_QSTART] = now
+                if used >= t.run_times[GF_QUANTUM]:
+                    worker_times[w, WF_QSTART] = now
         elif op == LOOP:
-            slot = W_LOOP0 + b
-            count = wi[w, slot] + 1
-            if count < prog_i[pc, 3]:
-                wi[w, slot] = count
-                pc = a
+            body, slot, times = prog_i[pc, P_A], W_LOOP0 + prog_i[pc, P_B], prog_i[pc, P_C]
+            count = workers[w, slot] + 1
+            if count < times:
+                workers[w, slot] = count
+                pc = body
             else:
-                wi[w, slot] = 0
+                workers[w, slot] = 0
                 pc += 1
         elif op == END:
-            wi[w, W_PC] = pc
+            workers[w, W_PC] = pc
             end_worker(mem, w, now)
             return
         elif op == UNIT:
-            t.gi[G_UNITS] += 1
+            t.run_cells[G_UNITS] += 1
             pc += 1
         elif op == SLEEP:
-            wi[w, W_PC] = pc + 1
-            sleep_worker(mem, w, draw(t.rng, t.gf, GF_LOG_AHEAD, a, prog_x[pc]), now)
+            dist, us = prog_i[pc, P_A], prog_x[pc]
+            workers[w, W_PC] = pc + 1
+            sleep_worker(mem, w, draw(t.rng, t.run_times, GF_LOG_AHEAD, dist, us), now)
             return
         elif op < GRANT:  # the index instructions
             pc = index_step(mem, w, pc, now)
@@ -194,35 +199,35 @@ def execute(mem, w, now):
 def on_dispatched(mem, w, now):
     """The context switch is over: ``w`` runs with a fresh quantum (and goes on executing)."""
     t = tables(mem)
-    wi, wf, gf = t.wi, t.wf, t.gf
-    wf[w, WF_QSTART] = now
-    flag = wi[w, W_FLAG]
+    workers, worker_times, run_times = t.workers, t.worker_times, t.run_times
+    worker_times[w, WF_QSTART] = now
+    flag = workers[w, W_FLAG]
     if flag == FLAG_GRANTED or flag == FLAG_RETRY:
-        wf[w, WF_WAITACC] += now - wf[w, WF_TSUSP]
-        wf[w, WF_SIGACC] += now - wf[w, WF_TSIG]
+        worker_times[w, WF_WAITACC] += now - worker_times[w, WF_TSUSP]
+        worker_times[w, WF_SIGACC] += now - worker_times[w, WF_TSIG]
     if flag == FLAG_GRANTED:
         complete_acquire(mem, w, now)
-        wi[w, W_PC] += 1
+        workers[w, W_PC] += 1
     elif flag == FLAG_YIELDED:
-        wait = now - wf[w, WF_TSIG]
-        gf[GF_YIELD_WAIT] += wait
-        if wait > gf[GF_YIELD_MAX]:
-            gf[GF_YIELD_MAX] = wait
-    wi[w, W_FLAG] = FLAG_NONE
+        wait = now - worker_times[w, WF_TSIG]
+        run_times[GF_YIELD_WAIT] += wait
+        if wait > run_times[GF_YIELD_MAX]:
+            run_times[GF_YIELD_MAX] = wait
+    workers[w, W_FLAG] = FLAG_NONE
 
 
 @njit(**JIT_CALL)
 def end_worker(mem, w, now):
     """``w`` reached END: it is done and leaves its scheduler; the run ends with the last main worker."""
     t = tables(mem)
-    gi = t.gi
+    run_cells = t.run_cells
     set_state(mem, w, DONE, now)
-    t.si[t.wi[w, W_SCHED], S_LOAD] -= 1
-    if t.wi[w, W_DAEMON] == 0:
-        gi[G_MAIN_LEFT] -= 1
-        if gi[G_MAIN_LEFT] == 0:
-            t.gf[GF_END] = now
-    parent = t.wi[w, W_PARENT]
+    t.schedulers[t.workers[w, W_SCHED], S_LOAD] -= 1
+    if t.workers[w, W_DAEMON] == 0:
+        run_cells[G_MAIN_LEFT] -= 1
+        if run_cells[G_MAIN_LEFT] == 0:
+            t.run_times[GF_END] = now
+    parent = t.workers[w, W_PARENT]
     if parent >= 0:
         end_child(mem, parent, now)
     give_up_scheduler(mem, w, now)
@@ -249,43 +254,43 @@ def give_back_unelapsed(mem, key, due, end):
     last change of state: that wait, so far, counts towards the longest one.
     """
     t = tables(mem)
-    wi, wf, sf, gf = t.wi, t.wf, t.sf, t.gf
+    workers, worker_times, scheduler_times, run_times = t.workers, t.worker_times, t.scheduler_times, t.run_times
     kind = (key >> EV_WORKER_BITS) & 7
     w = key & WORKER_MASK
-    os_wait = kind == EV_SLEEP_DONE and wi[w, W_STATE] == SUSPENDED
+    os_wait = kind == EV_SLEEP_DONE and workers[w, W_STATE] == SUSPENDED
     if os_wait:
-        gf[GF_OS_MAXWAIT] = max(gf[GF_OS_MAXWAIT], end - wf[w, WF_TSTATE])
+        run_times[GF_OS_MAXWAIT] = max(run_times[GF_OS_MAXWAIT], end - worker_times[w, WF_TSTATE])
     over = due - end
     if over <= 0.0:
         return
-    s = wi[w, W_SCHED]
+    s = workers[w, W_SCHED]
     os_call = os_wait
     if kind == EV_DISPATCHED:  # a context switch: the scheduler's time, no worker's
-        sf[s, SF_BUSY] -= over
+        scheduler_times[s, SF_BUSY] -= over
     elif kind == EV_SPIN_DONE:  # the round's spins are spread evenly over it
-        latch = wi[w, W_LATCH]
-        spins, round_us = t.li[latch, L_SPINS_PER_ROUND], t.lf[latch, LF_SPIN_US]
-        t.li[latch, L_SPINS] -= spins - int(spins * (round_us - over) / round_us)
-        wf[w, WF_SPIN] -= over
-        wf[w, WF_CPU] -= over
-        sf[s, SF_BUSY] -= over
+        latch = workers[w, W_LATCH]
+        spins, round_us = t.latches[latch, L_SPINS_PER_ROUND], t.latch_times[latch, LF_SPIN_US]
+        t.latches[latch, L_SPINS] -= spins - int(spins * (round_us - over) / round_us)
+        worker_times[w, WF_SPIN] -= over
+        worker_times[w, WF_CPU] -= over
+        scheduler_times[s, SF_BUSY] -= over
     elif kind == EV_CPU_DONE:
-        wf[w, WF_CPU] -= over
-        sf[s, SF_BUSY] -= over
-        if t.prog_i[wi[w, W_PC] - 1, 0] == OSCALL:  # spinning in the kernel, queued or working
+        worker_times[w, WF_CPU] -= over
+        scheduler_times[s, SF_BUSY] -= over
+        if t.prog_i[workers[w, W_PC] - 1, P_OP] == OSCALL:  # spinning in the kernel, queued or working
             os_call = True
-            wf[w, WF_KERNEL] -= over
-            gf[GF_OS_KERNEL] -= over
+            worker_times[w, WF_KERNEL] -= over
+            run_times[GF_OS_KERNEL] -= over
     elif os_wait:
-        wf[w, WF_OSWAIT] -= over
-        gf[GF_OS_WAIT] -= over
-        gf[GF_OS_KERNEL] -= due - max(wf[w, WF_OSSTART], end)  # the kernel's work, not the queueing
+        worker_times[w, WF_OSWAIT] -= over
+        run_times[GF_OS_WAIT] -= over
+        run_times[GF_OS_KERNEL] -= due - max(worker_times[w, WF_OSSTART], end)  # the kernel's work, not the queueing
     elif kind == EV_SLEEP_DONE:
-        wf[w, WF_SLEPT] -= over
+        worker_times[w, WF_SLEPT] -= over
     if os_call:  # the serialised path: the call queued until its start, then was worked on until ``due``
-        start = wf[w, WF_OSSTART]
-        gf[GF_OS_QUEUE] -= max(start - end, 0.0)
-        gf[GF_OS_BUSY] -= due - max(start, end)
+        start = worker_times[w, WF_OSSTART]
+        run_times[GF_OS_QUEUE] -= max(start - end, 0.0)
+        run_times[GF_OS_BUSY] -= due - max(start, end)
 
 
 @njit(**JIT_CALL)
@@ -296,18 +301,18 @@ def finish(mem, end):
     at ``end``), the front slot's and the heap's.
     """
     t = tables(mem)
-    gi, gf, wi, ring = t.gi, t.gf, t.wi, t.ring
-    in_ring, in_front = gi[G_NOW_LEN], gi[G_FRONT]
-    for i in range(in_ring + in_front + gi[G_HEAPN]):
+    run_cells, run_times, workers, ring = t.run_cells, t.run_times, t.workers, t.ring
+    in_ring, in_front = run_cells[G_NOW_LEN], run_cells[G_FRONT]
+    for i in range(in_ring + in_front + run_cells[G_HEAPN]):
         if i < in_ring:
-            key, due = ring[(gi[G_NOW_HEAD] + i) % ring.shape[0]], end
+            key, due = ring[(run_cells[G_NOW_HEAD] + i) % ring.shape[0]], end
         elif i < in_ring + in_front:
-            key, due = gi[G_FRONT_K], gf[GF_FRONT_T]
+            key, due = run_cells[G_FRONT_K], run_times[GF_FRONT_T]
         else:
             key, due = t.heap_k[i - in_ring - in_front], t.heap_t[i - in_ring - in_front]
         give_back_unelapsed(mem, key, due, end)
-    for w in range(wi.shape[0]):
-        state = wi[w, W_STATE]
+    for w in range(workers.shape[0]):
+        state = workers[w, W_STATE]
         if state != DONE and state != NEW:
             set_state(mem, w, DONE, end)
 
@@ -324,28 +329,28 @@ def run_events(mem, max_events, chunk_end):
     """
     branch_without_jump_tables()
     t = tables(mem)
-    gi, gf, wf, order, ring = t.gi, t.gf, t.wf, t.order, t.ring
+    run_cells, run_times, worker_times, order, ring = t.run_cells, t.run_times, t.worker_times, t.order, t.ring
     n_arrivals = order.shape[0]
-    events = gi[G_EVENTS]
+    events = run_cells[G_EVENTS]
     limit = min(max_events, chunk_end)
-    max_time = gf[GF_MAX_TIME]
-    now = gf[GF_NOW]
-    k = gi[G_NEXT_ARRIVAL]
-    t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+    max_time = run_times[GF_MAX_TIME]
+    now = run_times[GF_NOW]
+    k = run_cells[G_NEXT_ARRIVAL]
+    t_arrival = worker_times[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
     status = STATUS_CHUNK
     while True:
-        if gi[G_MAIN_LEFT] == 0:
+        if run_cells[G_MAIN_LEFT] == 0:
             status = STATUS_DONE
             break
         if events >= limit:
             if events >= max_events:
                 status = STATUS_EVENT_BOUND
             break
-        if gi[G_NOW_LEN] > 0:  # immediate events first
-            head = gi[G_NOW_HEAD]
+        if run_cells[G_NOW_LEN] > 0:  # immediate events first
+            head = run_cells[G_NOW_HEAD]
             key = ring[head]
-            gi[G_NOW_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
-            gi[G_NOW_LEN] -= 1
+            run_cells[G_NOW_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
+            run_cells[G_NOW_LEN] -= 1
         else:
             t_event = next_event_time(mem)
             if t_arrival == np.inf and t_event == np.inf:  # nothing left to happen, yet main workers are not done
@@ -360,7 +365,7 @@ def run_events(mem, max_events, chunk_end):
                 events += 1
                 w = order[k]
                 k += 1
-                t_arrival = wf[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+                t_arrival = worker_times[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
                 on_arrival(mem, w, now)
                 continue
             key = pop_event(mem)
@@ -388,15 +393,15 @@ def run_events(mem, max_events, chunk_end):
             go = False
         if go:
             execute(mem, w, now)
-    gi[G_EVENTS] = events
-    gi[G_NEXT_ARRIVAL] = k
-    gf[GF_NOW] = now
+    run_cells[G_EVENTS] = events
+    run_cells[G_NEXT_ARRIVAL] = k
+    run_times[GF_NOW] = now
     if status == STATUS_CHUNK:
         return STATUS_CHUNK
     if status == STATUS_DONE:
-        finish(mem, gf[GF_END])
+        finish(mem, run_times[GF_END])
     else:
-        gf[GF_END] = now
+        run_times[GF_END] = now
         finish(mem, now)
-    gi[G_STATUS] = status
+    run_cells[G_STATUS] = status
     return status

@@ -120,6 +120,15 @@ KP, SH, UP, EX, DT = 0, 1, 2, 3, 4
 MODE_NAMES = ("KP", "SH", "UP", "EX", "DT")
 
 
+def _latch_and_mode(latch: int, mode: int) -> tuple[int, int]:
+    """``latch`` and ``mode`` checked: a latch number or a register operand, and a mode KP to DT."""
+    if latch < -REGISTERS:
+        raise ValueError(f"latch={latch} is neither a latch (0 or more) nor a register (-1 to -{REGISTERS})")
+    if not KP <= mode <= DT:
+        raise ValueError(f"mode={mode} is not a latch mode: use {KP} to {DT} ({', '.join(MODE_NAMES)})")
+    return int(latch), int(mode)
+
+
 @dataclass
 class Program:
     """A growing instruction table; each ``start()`` opens a new program in it."""
@@ -147,12 +156,12 @@ class Program:
         return self._emit(CPU, dist, contended_latch, 0, us)
 
     def acquire(self, latch: int, mode: int = EX) -> int:
-        """Acquire ``latch`` in ``mode``."""
-        return self._emit(ACQUIRE, latch, mode)
+        """Acquire ``latch`` (a latch number, or a :func:`register`) in ``mode``."""
+        return self._emit(ACQUIRE, *_latch_and_mode(latch, mode))
 
     def release(self, latch: int, mode: int = EX) -> int:
-        """Release ``latch`` held in ``mode``."""
-        return self._emit(RELEASE, latch, mode)
+        """Release ``latch`` (a latch number, or a :func:`register`) held in ``mode``."""
+        return self._emit(RELEASE, *_latch_and_mode(latch, mode))
 
     def yield_point(self, margin_us: float = 0.0) -> int:
         """A point where the worker yields if its quantum is used up (or has under ``margin_us`` left)."""
@@ -162,6 +171,15 @@ class Program:
         """Run the instructions from ``body_start`` to here ``times`` times (nested loops use distinct slots)."""
         if not 0 <= slot < LOOP_SLOTS:
             raise ValueError(f"slot={slot} is not a loop slot: use 0 to {LOOP_SLOTS - 1}")
+        if isinstance(times, bool) or int(times) != times or times < 1:
+            raise ValueError(f"times={times!r} is not a number of passes: use a whole number from 1")
+        here = len(self.op)
+        if not 0 <= body_start <= here:
+            raise ValueError(f"body_start={body_start} is not an address before this loop (0 to {here})")
+        enclosed = [at for at in range(body_start, here) if self.op[at] == LOOP and self.b[at] == slot]
+        if enclosed:  # the inner loop's exit would reset the counter this loop keeps in the same slot
+            raise ValueError(f"slot={slot} already counts the loop at address {enclosed[0]} inside this one: nested "
+                             f"loops need distinct slots (at most {LOOP_SLOTS} deep)")
         return self._emit(LOOP, body_start, slot, int(times))
 
     def unit(self) -> int:

@@ -21,47 +21,47 @@ from models.engine.state import (
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def push_back(si, wi, s, w):
+def push_back(schedulers, workers, s, w):
     """Append worker ``w`` to the tail of scheduler ``s``'s runnable queue."""
-    tail = si[s, S_TAIL]
-    wi[w, W_PREV] = tail
-    wi[w, W_NEXT] = -1
+    tail = schedulers[s, S_TAIL]
+    workers[w, W_PREV] = tail
+    workers[w, W_NEXT] = -1
     if tail < 0:
-        si[s, S_HEAD] = w
+        schedulers[s, S_HEAD] = w
     else:
-        wi[tail, W_NEXT] = w
-    si[s, S_TAIL] = w
-    si[s, S_QLEN] += 1
+        workers[tail, W_NEXT] = w
+    schedulers[s, S_TAIL] = w
+    schedulers[s, S_QLEN] += 1
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def push_front(si, wi, s, w):
+def push_front(schedulers, workers, s, w):
     """Put worker ``w`` at the head of scheduler ``s``'s runnable queue."""
-    head = si[s, S_HEAD]
-    wi[w, W_NEXT] = head
-    wi[w, W_PREV] = -1
+    head = schedulers[s, S_HEAD]
+    workers[w, W_NEXT] = head
+    workers[w, W_PREV] = -1
     if head < 0:
-        si[s, S_TAIL] = w
+        schedulers[s, S_TAIL] = w
     else:
-        wi[head, W_PREV] = w
-    si[s, S_HEAD] = w
-    si[s, S_QLEN] += 1
+        workers[head, W_PREV] = w
+    schedulers[s, S_HEAD] = w
+    schedulers[s, S_QLEN] += 1
 
 
 @njit(cache=True, _nrt=False, error_model="numpy")
-def pop_front(si, wi, s):
+def pop_front(schedulers, workers, s):
     """Remove and return the head of scheduler ``s``'s runnable queue (-1 if empty)."""
-    w = si[s, S_HEAD]
+    w = schedulers[s, S_HEAD]
     if w < 0:
         return -1
-    nxt = wi[w, W_NEXT]
-    si[s, S_HEAD] = nxt
+    nxt = workers[w, W_NEXT]
+    schedulers[s, S_HEAD] = nxt
     if nxt < 0:
-        si[s, S_TAIL] = -1
+        schedulers[s, S_TAIL] = -1
     else:
-        wi[nxt, W_PREV] = -1
-    wi[w, W_NEXT] = -1
-    si[s, S_QLEN] -= 1
+        workers[nxt, W_PREV] = -1
+    workers[w, W_NEXT] = -1
+    schedulers[s, S_QLEN] -= 1
     return w
 
 
@@ -72,23 +72,23 @@ def pop_front(si, wi, s):
 def set_state(mem, w, state, now):
     """Move worker ``w`` to ``state``, closing its previous interval in the trace."""
     t = tables(mem)
-    wi, wf = t.wi, t.wf
-    old = wi[w, W_STATE]
+    workers, worker_times = t.workers, t.worker_times
+    old = workers[w, W_STATE]
     if old == state:
         return
     trace_i = t.trace_i
-    if trace_i.shape[0] > 0 and old < NEW and now > wf[w, WF_TSTATE]:  # a run without a trace skips it all
-        gi, trace_f = t.gi, t.trace_f
-        n = gi[G_TRACEN]
+    if trace_i.shape[0] > 0 and old < NEW and now > worker_times[w, WF_TSTATE]:  # a run without a trace skips it all
+        run_cells, trace_f = t.run_cells, t.trace_f
+        n = run_cells[G_TRACEN]
         if n < trace_i.shape[0]:
             trace_i[n, 0] = w
-            trace_i[n, 1] = wi[w, W_SCHED]
+            trace_i[n, 1] = workers[w, W_SCHED]
             trace_i[n, 2] = old
-            trace_f[n, 0] = wf[w, WF_TSTATE]
+            trace_f[n, 0] = worker_times[w, WF_TSTATE]
             trace_f[n, 1] = now
-            gi[G_TRACEN] = n + 1
-    wi[w, W_STATE] = state
-    wf[w, WF_TSTATE] = now
+            run_cells[G_TRACEN] = n + 1
+    workers[w, W_STATE] = state
+    worker_times[w, WF_TSTATE] = now
 
 
 @njit(**JIT_HOT)
@@ -99,26 +99,26 @@ def switch_to(mem, s, w, boosted, now):
     ``MAX_BOOSTS_IN_A_ROW``; a worker that was not boosted ends the run.
     """
     t = tables(mem)
-    si, sf, gf = t.si, t.sf, t.gf
-    si[s, S_CUR] = w
+    schedulers, scheduler_times, run_times = t.schedulers, t.scheduler_times, t.run_times
+    schedulers[s, S_CUR] = w
     if not boosted:
-        si[s, S_BOOSTRUN] = 0
-    si[s, S_SWITCHES] += 1
-    sf[s, SF_BUSY] += gf[GF_SWITCH]
+        schedulers[s, S_BOOSTRUN] = 0
+    schedulers[s, S_SWITCHES] += 1
+    scheduler_times[s, SF_BUSY] += run_times[GF_SWITCH]
     set_state(mem, w, RUNNING, now)
-    push_event(mem, now + gf[GF_SWITCH], EV_DISPATCHED, w, now)
+    push_event(mem, now + run_times[GF_SWITCH], EV_DISPATCHED, w, now)
 
 
 @njit(**JIT_HOT)
 def try_dispatch(mem, s, now):
     """If scheduler ``s`` is free, switch to the head of its runnable queue."""
     t = tables(mem)
-    wi, si = t.wi, t.si
-    if si[s, S_CUR] >= 0 or si[s, S_HEAD] < 0:
+    workers, schedulers = t.workers, t.schedulers
+    if schedulers[s, S_CUR] >= 0 or schedulers[s, S_HEAD] < 0:
         return
-    w = pop_front(si, wi, s)
-    boosted = wi[w, W_BOOSTED] == 1
-    wi[w, W_BOOSTED] = 0
+    w = pop_front(schedulers, workers, s)
+    boosted = workers[w, W_BOOSTED] == 1
+    workers[w, W_BOOSTED] = 0
     switch_to(mem, s, w, boosted, now)
 
 
@@ -126,18 +126,18 @@ def try_dispatch(mem, s, now):
 def make_runnable(mem, w, boost, now):
     """Put ``w`` in its scheduler's runnable queue, at the head if boosted."""
     t = tables(mem)
-    wi, si = t.wi, t.si
-    s = wi[w, W_SCHED]
+    workers, schedulers = t.workers, t.schedulers
+    s = workers[w, W_SCHED]
     set_state(mem, w, RUNNABLE, now)
-    if boost and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
-        si[s, S_BOOSTRUN] += 1
-        wi[w, W_BOOSTED] = 1
-        push_front(si, wi, s, w)
+    if boost and schedulers[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
+        schedulers[s, S_BOOSTRUN] += 1
+        workers[w, W_BOOSTED] = 1
+        push_front(schedulers, workers, s, w)
     else:
         if boost:
-            si[s, S_BOOSTRUN] = 0
-        wi[w, W_BOOSTED] = 0
-        push_back(si, wi, s, w)
+            schedulers[s, S_BOOSTRUN] = 0
+        workers[w, W_BOOSTED] = 0
+        push_back(schedulers, workers, s, w)
 
 
 @njit(**JIT_HOT)
@@ -149,10 +149,10 @@ def wake(mem, w, now):
     queueing it and taking it straight back out changes nothing but time.
     """
     t = tables(mem)
-    si = t.si
-    s = t.wi[w, W_SCHED]
-    if si[s, S_CUR] < 0 and si[s, S_HEAD] < 0 and si[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
-        si[s, S_BOOSTRUN] += 1
+    schedulers = t.schedulers
+    s = t.workers[w, W_SCHED]
+    if schedulers[s, S_CUR] < 0 and schedulers[s, S_HEAD] < 0 and schedulers[s, S_BOOSTRUN] < MAX_BOOSTS_IN_A_ROW:
+        schedulers[s, S_BOOSTRUN] += 1
         switch_to(mem, s, w, True, now)
     else:
         make_runnable(mem, w, True, now)
@@ -163,10 +163,10 @@ def wake(mem, w, now):
 def signal(mem, w, flag, now):
     """Signal suspended worker ``w``; it becomes runnable after the wake-up cost."""
     t = tables(mem)
-    t.wi[w, W_FLAG] = flag
-    t.wf[w, WF_TSIG] = now
-    if t.gf[GF_WAKEUP] > 0.0:
-        push_event(mem, now + t.gf[GF_WAKEUP], EV_WAKE, w, now)
+    t.workers[w, W_FLAG] = flag
+    t.worker_times[w, WF_TSIG] = now
+    if t.run_times[GF_WAKEUP] > 0.0:
+        push_event(mem, now + t.run_times[GF_WAKEUP], EV_WAKE, w, now)
     else:
         wake(mem, w, now)
 
@@ -175,8 +175,8 @@ def signal(mem, w, flag, now):
 def give_up_scheduler(mem, w, now):
     """Worker ``w`` leaves its scheduler; the next runnable worker gets it."""
     t = tables(mem)
-    s = t.wi[w, W_SCHED]
-    t.si[s, S_CUR] = -1
+    s = t.workers[w, W_SCHED]
+    t.schedulers[s, S_CUR] = -1
     try_dispatch(mem, s, now)
 
 
@@ -184,12 +184,12 @@ def give_up_scheduler(mem, w, now):
 def yield_scheduler(mem, w, now):
     """``w`` used up its quantum and another worker is runnable: go to the tail of the queue."""
     t = tables(mem)
-    wi, wf = t.wi, t.wf
-    s = wi[w, W_SCHED]
-    t.gi[G_YIELDS] += 1
-    wi[w, W_FLAG] = FLAG_YIELDED
-    wf[w, WF_TSIG] = now
-    t.si[s, S_CUR] = -1
+    workers, worker_times = t.workers, t.worker_times
+    s = workers[w, W_SCHED]
+    t.run_cells[G_YIELDS] += 1
+    workers[w, W_FLAG] = FLAG_YIELDED
+    worker_times[w, WF_TSIG] = now
+    t.schedulers[s, S_CUR] = -1
     make_runnable(mem, w, False, now)
     try_dispatch(mem, s, now)
 
@@ -197,7 +197,7 @@ def yield_scheduler(mem, w, now):
 @njit(**JIT_CALL)
 def leave_scheduler_waiting(mem, w, pc, now):
     """``w`` suspends (its program goes on at ``pc`` when it runs again) and gives its scheduler up."""
-    tables(mem).wi[w, W_PC] = pc
+    tables(mem).workers[w, W_PC] = pc
     set_state(mem, w, SUSPENDED, now)
     give_up_scheduler(mem, w, now)
 
@@ -206,7 +206,7 @@ def leave_scheduler_waiting(mem, w, pc, now):
 def sleep_worker(mem, w, dur, now):
     """``w`` leaves its scheduler for ``dur`` us (outside SQL Server: no wait type counts it)."""
     t = tables(mem)
-    t.wf[w, WF_SLEPT] += dur
+    t.worker_times[w, WF_SLEPT] += dur
     set_state(mem, w, SLEEPING, now)
     give_up_scheduler(mem, w, now)
     push_event(mem, now + dur, EV_SLEEP_DONE, w, now)
@@ -221,16 +221,16 @@ def on_sleep_done(mem, w, now):
     last change of state.
     """
     t = tables(mem)
-    if t.wi[w, W_STATE] == SUSPENDED:  # the longest OS wait is taken as waits end (and at a cut: finish)
-        t.gf[GF_OS_MAXWAIT] = max(t.gf[GF_OS_MAXWAIT], now - t.wf[w, WF_TSTATE])
+    if t.workers[w, W_STATE] == SUSPENDED:  # the longest OS wait is taken as waits end (and at a cut: finish)
+        t.run_times[GF_OS_MAXWAIT] = max(t.run_times[GF_OS_MAXWAIT], now - t.worker_times[w, WF_TSTATE])
     make_runnable(mem, w, False, now)
-    try_dispatch(mem, t.wi[w, W_SCHED], now)
+    try_dispatch(mem, t.workers[w, W_SCHED], now)
 
 
 @njit(**JIT_CALL)
-def cpu_demand(si, s):
+def cpu_demand(schedulers, s):
     """Workers running or runnable on scheduler ``s``."""
-    return si[s, S_QLEN] + (1 if si[s, S_CUR] >= 0 else 0)
+    return schedulers[s, S_QLEN] + (1 if schedulers[s, S_CUR] >= 0 else 0)
 
 
 @njit(**JIT_CALL)
@@ -241,16 +241,16 @@ def on_arrival(mem, w, now):
     running or runnable, then the fewest tasks, then the lowest index.
     """
     t = tables(mem)
-    wi, si = t.wi, t.si
-    s = wi[w, W_SCHED]
+    workers, schedulers = t.workers, t.schedulers
+    s = workers[w, W_SCHED]
     if s < 0:
         s = 0
-        for k in range(1, si.shape[0]):
-            dk, ds = cpu_demand(si, k), cpu_demand(si, s)
-            if dk < ds or (dk == ds and si[k, S_LOAD] < si[s, S_LOAD]):
+        for k in range(1, schedulers.shape[0]):
+            dk, ds = cpu_demand(schedulers, k), cpu_demand(schedulers, s)
+            if dk < ds or (dk == ds and schedulers[k, S_LOAD] < schedulers[s, S_LOAD]):
                 s = k
-        wi[w, W_SCHED] = s
-    si[s, S_LOAD] += 1
-    t.wf[w, WF_TSTATE] = now
+        workers[w, W_SCHED] = s
+    schedulers[s, S_LOAD] += 1
+    t.worker_times[w, WF_TSTATE] = now
     make_runnable(mem, w, False, now)
     try_dispatch(mem, s, now)

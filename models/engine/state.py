@@ -39,7 +39,7 @@ STATE_NAMES = ("running", "runnable", "spinning", "suspended", "backoff", "new",
 # Worker flags set when a worker is made runnable, read when it next runs.
 FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 
-# Worker integer columns.
+# Worker integer columns (the ``workers`` table, one row per worker).
 (W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
  W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
@@ -47,8 +47,8 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
-# Worker float columns (times in microseconds).  WF_OSSTART: when the worker's last OS call began its
-# work in the serialised path (it queued from the call until then).
+# Worker float columns (the ``worker_times`` table; microseconds).  WF_OSSTART: when the worker's last OS
+# call began its work in the serialised path (it queued from the call until then).
 (WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
  WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_OSSTART, WF_TENQ, WF_SLEPT,
  WF_GREQ, WF_GDEADLINE, WF_GTIMER, WF_GWAIT, WF_JOINT, WF_KERNEL, WF_OSWAIT, WF_NCOLS) = range(22)
@@ -58,38 +58,37 @@ REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a lat
 GRANT_NONE, GRANT_WAITING, GRANT_GRANTED, GRANT_FORCED, GRANT_FAILED = range(5)
 GRANT_OUTCOMES = ("none", "waiting", "granted", "forced_minimum", "error_8645")
 
-# Scheduler integer and float columns.
+# Scheduler integer and float columns (the ``schedulers`` and ``scheduler_times`` tables).
 S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
 SF_BUSY, SF_NCOLS = 0, 1
 
-# Latch integer columns: held counts per mode come first (KP..DT = 0..4); L_HELD has bit m set
-# while mode m is held, so a grant check is one mask test (models.engine.latch).
+# Latch integer columns (the ``latches`` table): held counts per mode come first (KP..DT = 0..4); L_HELD
+# has bit m set while mode m is held, so a grant check is one mask test (models.engine.latch).
 (L_QHEAD, L_QTAIL, L_QLEN, L_POLICY, L_SPINNERS, L_ACQ, L_COLL, L_SPINS,
  L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_NCOLS) = range(5, 19)
-# Latch float columns.
+# Latch float columns (the ``latch_times`` table; microseconds).
 (LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_CONTCOST, LF_SPIN_US, LF_BACKOFF_US,
  LF_NCOLS) = range(8)
-# Per latch and mode wait statistics (float): count, time, max, signal time.
+# Per latch and mode wait statistics (the ``latch_waits`` table, float): count, time, max, signal time.
 LW_COUNT, LW_TIME, LW_MAX, LW_SIG, LW_NCOLS = range(5)
 
 
-
-
-# Global integer cells.
+# Run-wide integer cells (the ``run_cells`` table): counters, sizes and offsets.
 (G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
  G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_FRONT, G_FRONT_K, G_UNITS,
  # Table sizes, written once by allocate(); tables() cuts the views from them.
  G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES,
  # Where each table starts in the buffer (in words), also written once by allocate().
- AT_WI, AT_SI, AT_LI, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I, AT_RNG,
- AT_GF, AT_WF, AT_SF, AT_LF, AT_LW, AT_HEAP_T, AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
+ AT_WORKERS, AT_SCHEDULERS, AT_LATCHES, AT_HEAP_K, AT_RING, AT_ORDER, AT_PROG_I, AT_TRACE_I, AT_LOG_I,
+ AT_RNG, AT_RUN_TIMES, AT_WORKER_TIMES, AT_SCHEDULER_TIMES, AT_LATCH_TIMES, AT_LATCH_WAITS, AT_HEAP_T,
+ AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
  AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS,
  # The memory-grant semaphore (models.engine.grants): KB granted, target and limit; its FIFO queue; counters.
  AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QHEAD, G_SEM_QTAIL, G_SEM_QLEN,
  G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOGN, G_JOIN_WAITS,
  # The serialised OS path (OSCALL): calls, and the calls made preemptively (a wait).
  G_OS_CALLS, G_OS_WAITS, G_NCOLS) = range(67)
-# Global float cells.
+# Run-wide float cells (the ``run_times`` table; microseconds).
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
  GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD,
  GF_SEM_WAIT, GF_SEM_MAXWAIT, GF_JOIN_WAIT, GF_JOIN_MAXWAIT,
@@ -118,8 +117,11 @@ MAX_BOOSTS_IN_A_ROW = 1000
 AL_WORKER, AL_LATCH, AL_MODE, AL_SUSPENDED, AL_QSEQ, AL_NCOLS = range(6)
 ALF_REQUEST, ALF_GRANT, ALF_RUN, ALF_RELEASE, ALF_NCOLS = range(5)
 
-# Trace columns (int: worker, scheduler, state; float: start, end) and program columns (op, a, b, c).
-TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
+# Trace columns (int: worker, scheduler, state; float: start, end).
+TR_NCOLS, TRF_NCOLS = 3, 2
+# Program columns (``prog_i``): the opcode and its operands a, b, c, whose meaning depends on the opcode (the
+# table in models.engine.program); operand x is ``prog_x``.
+P_OP, P_A, P_B, P_C, P_NCOLS = range(5)
 
 # B-tree cells (models.engine.btree): the index's shape and counters, one row of int64.
 (BT_STRATEGY, BT_CAPACITY, BT_FANOUT, BT_BUCKETS, BT_TREES, BT_COUNTER, BT_PAGES, BT_LEAVES,
@@ -131,7 +133,6 @@ TR_NCOLS, TRF_NCOLS, P_NCOLS = 3, 2, 4
 PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_LEVEL, PG_NCOLS = range(6)
 # The grant log: after each change of the semaphore, its time, KB granted and queries waiting.
 GL_TIME, GL_GRANTED, GL_WAITERS, GL_NCOLS = range(4)
-
 
 
 class Table(types.Array):
@@ -235,25 +236,27 @@ def fixed(typingctx, mem, k):
 
 
 Tables = namedtuple("Tables", (
-    "gi", "wi", "si", "li", "heap_k", "ring", "order", "prog_i", "trace_i", "log_i", "rng",
-    "gf", "wf", "sf", "lf", "lw", "heap_t", "prog_x", "trace_f", "log_f", "samples",
+    "run_cells", "workers", "schedulers", "latches", "heap_k", "ring", "order", "prog_i", "trace_i", "log_i",
+    "rng", "run_times", "worker_times", "scheduler_times", "latch_times", "latch_waits", "heap_t", "prog_x",
+    "trace_f", "log_f", "samples",
     "bt", "pages", "leaves", "heat", "keys", "glog"))
 
 
-def shapes(workers: int, schedulers: int, latches: int, program: int, trace_rows: int, log_rows: int,
+def shapes(n_workers: int, n_schedulers: int, n_latches: int, program: int, trace_rows: int, log_rows: int,
            samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0, grant_log_rows: int = 0,
            ) -> dict[str, tuple[tuple[int, ...], type]]:
-    """Every table's shape and dtype, in buffer order (the global cells first)."""
-    heap = 2 * workers + 8  # each worker has at most one pending event, and at most one timer
+    """Every table's shape and dtype, in buffer order (the run-wide cells first)."""
+    heap = 2 * n_workers + 8  # each worker has at most one pending event, and at most one timer
     i8, f8 = np.int64, np.float64
     return {
-        "gi": ((G_NCOLS,), i8), "wi": ((workers, W_NCOLS), i8), "si": ((schedulers, S_NCOLS), i8),
-        "li": ((latches, L_NCOLS), i8), "heap_k": ((heap,), i8), "ring": ((heap,), i8),
-        "order": ((workers,), i8), "prog_i": ((program, P_NCOLS), i8),
+        "run_cells": ((G_NCOLS,), i8), "workers": ((n_workers, W_NCOLS), i8),
+        "schedulers": ((n_schedulers, S_NCOLS), i8), "latches": ((n_latches, L_NCOLS), i8),
+        "heap_k": ((heap,), i8), "ring": ((heap,), i8),
+        "order": ((n_workers,), i8), "prog_i": ((program, P_NCOLS), i8),
         "trace_i": ((trace_rows, TR_NCOLS), i8), "log_i": ((log_rows, AL_NCOLS), i8),
-        "rng": ((1,), np.uint64), "gf": ((GF_NCOLS,), f8), "wf": ((workers, WF_NCOLS), f8),
-        "sf": ((schedulers, SF_NCOLS), f8), "lf": ((latches, LF_NCOLS), f8),
-        "lw": ((latches, 5, LW_NCOLS), f8), "heap_t": ((heap,), f8), "prog_x": ((program,), f8),
+        "rng": ((1,), np.uint64), "run_times": ((GF_NCOLS,), f8), "worker_times": ((n_workers, WF_NCOLS), f8),
+        "scheduler_times": ((n_schedulers, SF_NCOLS), f8), "latch_times": ((n_latches, LF_NCOLS), f8),
+        "latch_waits": ((n_latches, 5, LW_NCOLS), f8), "heap_t": ((heap,), f8), "prog_x": ((program,), f8),
         "trace_f": ((trace_rows, TRF_NCOLS), f8), "log_f": ((log_rows, ALF_NCOLS), f8),
         "samples": ((samples, 2), f8),  # (latency, latch index) per acquire
         "bt": ((BT_NCOLS,), i8), "pages": ((pages, PG_NCOLS), i8), "leaves": ((pages,), i8),
@@ -273,15 +276,18 @@ def tables(mem):
     nw, ns, nl = fixed(mem, G_WORKERS), fixed(mem, G_SCHEDULERS), fixed(mem, G_LATCHES)
     heap = 2 * nw + 8
     return Tables(
-        view(mem, 0, (G_NCOLS,), i8), view(mem, fixed(mem, AT_WI), (nw, W_NCOLS), i8), view(mem, fixed(mem, AT_SI), (ns, S_NCOLS), i8),
-        view(mem, fixed(mem, AT_LI), (nl, L_NCOLS), i8), view(mem, fixed(mem, AT_HEAP_K), (heap,), i8),
+        view(mem, 0, (G_NCOLS,), i8), view(mem, fixed(mem, AT_WORKERS), (nw, W_NCOLS), i8),
+        view(mem, fixed(mem, AT_SCHEDULERS), (ns, S_NCOLS), i8),
+        view(mem, fixed(mem, AT_LATCHES), (nl, L_NCOLS), i8), view(mem, fixed(mem, AT_HEAP_K), (heap,), i8),
         view(mem, fixed(mem, AT_RING), (heap,), i8), view(mem, fixed(mem, AT_ORDER), (nw,), i8),
         view(mem, fixed(mem, AT_PROG_I), (fixed(mem, G_PROGRAM), P_NCOLS), i8),
         view(mem, fixed(mem, AT_TRACE_I), (fixed(mem, G_TRACE_ROWS), TR_NCOLS), i8),
         view(mem, fixed(mem, AT_LOG_I), (fixed(mem, G_LOG_ROWS), AL_NCOLS), i8), view(mem, fixed(mem, AT_RNG), (1,), np.uint64),
-        view(mem, fixed(mem, AT_GF), (GF_NCOLS,), f8), view(mem, fixed(mem, AT_WF), (nw, WF_NCOLS), f8),
-        view(mem, fixed(mem, AT_SF), (ns, SF_NCOLS), f8), view(mem, fixed(mem, AT_LF), (nl, LF_NCOLS), f8),
-        view(mem, fixed(mem, AT_LW), (nl, 5, LW_NCOLS), f8), view(mem, fixed(mem, AT_HEAP_T), (heap,), f8),
+        view(mem, fixed(mem, AT_RUN_TIMES), (GF_NCOLS,), f8),
+        view(mem, fixed(mem, AT_WORKER_TIMES), (nw, WF_NCOLS), f8),
+        view(mem, fixed(mem, AT_SCHEDULER_TIMES), (ns, SF_NCOLS), f8),
+        view(mem, fixed(mem, AT_LATCH_TIMES), (nl, LF_NCOLS), f8),
+        view(mem, fixed(mem, AT_LATCH_WAITS), (nl, 5, LW_NCOLS), f8), view(mem, fixed(mem, AT_HEAP_T), (heap,), f8),
         view(mem, fixed(mem, AT_PROG_X), (fixed(mem, G_PROGRAM),), f8),
         view(mem, fixed(mem, AT_TRACE_F), (fixed(mem, G_TRACE_ROWS), TRF_NCOLS), f8),
         view(mem, fixed(mem, AT_LOG_F), (fixed(mem, G_LOG_ROWS), ALF_NCOLS), f8),
@@ -307,13 +313,13 @@ class State:
         return self.words.ctypes.data
 
     def __getattr__(self, name: str) -> np.ndarray:
-        """``state.wi``, ``state.log_f``...: the table of that name."""
+        """``state.workers``, ``state.log_f``...: the table of that name."""
         if name in Tables._fields:
             return getattr(self.__dict__["tables"], name)
         raise AttributeError(name)
 
 
-def allocate(workers: int, schedulers: int, latches: int, program: int, trace_events: int,
+def allocate(n_workers: int, n_schedulers: int, n_latches: int, program: int, trace_events: int,
              logged_acquires: int, samples: int, pages: int = 0, heat_rows: int = 0, key_slots: int = 0,
              grant_log_rows: int = 0) -> State:
     """Allocate the buffer for a run of this size, write the sizes and offsets, and empty every table.
@@ -321,24 +327,24 @@ def allocate(workers: int, schedulers: int, latches: int, program: int, trace_ev
     ``pages``, ``heat_rows`` and ``key_slots`` (rows a page holds) size the B-tree
     tables (zero for a run without an index); ``grant_log_rows`` the memory-grant log.
     """
-    layout = shapes(workers, schedulers, latches, program, trace_events, logged_acquires, samples,
+    layout = shapes(n_workers, n_schedulers, n_latches, program, trace_events, logged_acquires, samples,
                     pages, heat_rows, key_slots, grant_log_rows)
     assert tuple(layout) == Tables._fields
     lengths = [int(np.prod(shape)) for shape, _ in layout.values()]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     words = np.zeros(sum(lengths), np.int64)  # all-zero bits are 0.0 in the float tables too
     words[[G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES]] = (
-        workers, schedulers, latches, program, trace_events, logged_acquires, samples)
-    words[AT_WI:AT_SAMPLES + 1] = starts[1:AT_SAMPLES - AT_WI + 2]
-    words[AT_BT:AT_KEYS + 1] = starts[AT_SAMPLES - AT_WI + 2:-1]
+        n_workers, n_schedulers, n_latches, program, trace_events, logged_acquires, samples)
+    words[AT_WORKERS:AT_SAMPLES + 1] = starts[1:AT_SAMPLES - AT_WORKERS + 2]
+    words[AT_BT:AT_KEYS + 1] = starts[AT_SAMPLES - AT_WORKERS + 2:-1]
     words[AT_GLOG] = starts[-1]
     words[[G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS, G_GLOG_ROWS]] = (pages, heat_rows, key_slots, grant_log_rows)
     t = Tables(*(words[start:start + n].view(dtype).reshape(shape)
                  for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
-    t.wi[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4,
-             W_PARENT, W_GNEXT]] = -1
-    t.gi[[G_SEM_QHEAD, G_SEM_QTAIL]] = -1
-    t.wi[:, W_STATE] = NEW
-    t.si[:, [S_CUR, S_HEAD, S_TAIL]] = -1
-    t.li[:, [L_QHEAD, L_QTAIL]] = -1
+    t.workers[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4,
+                  W_PARENT, W_GNEXT]] = -1
+    t.run_cells[[G_SEM_QHEAD, G_SEM_QTAIL]] = -1
+    t.workers[:, W_STATE] = NEW
+    t.schedulers[:, [S_CUR, S_HEAD, S_TAIL]] = -1
+    t.latches[:, [L_QHEAD, L_QTAIL]] = -1
     return State(words, t)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from models.params import Scenario
 from models.scenarios import (
     cci_decommit, cci_insert, closed_latch, convoy, last_page_insert, parallel_insert, version_store,
 )
+from models.scenarios.base import Scenario
 
 CATALOGUE: dict[str, Scenario] = {
     s.name: s for s in (convoy.SCENARIO, closed_latch.SCENARIO, parallel_insert.SCENARIO,

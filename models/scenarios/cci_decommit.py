@@ -19,11 +19,12 @@ queue while each session has a scheduler of its own:
 
 Every session gets its memory grant at once (Obbish's server had memory to
 spare).  The defaults are Obbish's 96-core test as calibrated in
-:mod:`models.analysis.cci`.
+:mod:`models.book.analysis.cci`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,11 @@ import pandas as pd
 
 from models.engine import state as st
 from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
-from models.params import Param, ParameterError, Scenario, scheduling_params
+from models.fitting import evidence
+from models.fitting.snapshot import Snapshot
+from models.params import Param, ParameterError, scheduling_params
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.cci_insert import ROWGROUP_ROWS
 from models.workload import Workload
 
 PAGE_BYTES = 8_192
@@ -58,81 +63,143 @@ PARAMS = (
 ) + scheduling_params(schedulers=96)
 
 
-def call_us(v: dict[str, Any]) -> float:
+def call_us(values: dict[str, Any]) -> float:
     """One OS call's own time in the serialised path: its pages times the cost per page."""
-    per_page = v["page_us_lpim"] if v["lpim"] == "on" else v["page_us_no_lpim"]
-    return v["pages_per_call"] * per_page
+    per_page = values["page_us_lpim"] if values["lpim"] == "on" else values["page_us_no_lpim"]
+    return values["pages_per_call"] * per_page
 
 
-def calls(v: dict[str, Any]) -> int:
+def calls(values: dict[str, Any]) -> int:
     """OS calls one session makes."""
-    return v["rowgroups"] * v["os_calls_per_rowgroup"]
+    return values["rowgroups"] * values["os_calls_per_rowgroup"]
 
 
-def program(v: dict[str, Any]) -> tuple[Program, int]:
+def program(values: dict[str, Any]) -> tuple[Program, int]:
     """Every session's program: per rowgroup, pieces of compression each followed by an OS call."""
     prog = Program()
     start = prog.start()
-    piece = prog.cpu(v["cpu_per_rowgroup_ms"] * 1000.0 / v["os_calls_per_rowgroup"], DISTRIBUTIONS[v["cpu_dist"]])
+    piece = prog.cpu(values["cpu_per_rowgroup_ms"] * 1000.0 / values["os_calls_per_rowgroup"], DISTRIBUTIONS[values["cpu_dist"]])
     prog.yield_point()
-    prog.oscall(call_us(v), OS_SPIN if v["lpim"] == "on" else OS_PREEMPTIVE, DISTRIBUTIONS[v["os_dist"]])
-    prog.loop(piece, v["os_calls_per_rowgroup"], slot=0)
-    prog.loop(start, v["rowgroups"], slot=1)
+    prog.oscall(call_us(values), OS_SPIN if values["lpim"] == "on" else OS_PREEMPTIVE, DISTRIBUTIONS[values["os_dist"]])
+    prog.loop(piece, values["os_calls_per_rowgroup"], slot=0)
+    prog.loop(start, values["rowgroups"], slot=1)
     prog.end()
     return prog, start
 
 
-def _collect(v: dict[str, Any]):
+def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: per-session times and where the time went."""
     def collect(s: st.State) -> dict[str, Any]:
-        elapsed = (s.wf[:, st.WF_TSTATE] - s.wf[:, st.WF_ARRIVE]) / 1000.0
-        on_schedulers = float(s.wf[:, st.WF_CPU].sum()) / 1e6  # spinning in the kernel included (LPIM on)
-        kernel = float(s.gf[st.GF_OS_KERNEL]) / 1e6
-        machine = on_schedulers + (kernel if v["lpim"] == "off" else 0.0)  # preemptive calls run off the schedulers
+        elapsed = (s.worker_times[:, st.WF_TSTATE] - s.worker_times[:, st.WF_ARRIVE]) / 1000.0
+        on_schedulers = float(s.worker_times[:, st.WF_CPU].sum()) / 1e6  # spinning in the kernel included (LPIM on)
+        kernel = float(s.run_times[st.GF_OS_KERNEL]) / 1e6
+        machine = on_schedulers + (kernel if values["lpim"] == "off" else 0.0)  # preemptive calls run off the schedulers
         return {
             "mean_elapsed_s": float(elapsed.mean()) / 1000.0,
             "max_elapsed_s": float(elapsed.max()) / 1000.0,
             "cpu_s": machine,
             "kernel_cpu_s": kernel,
             "kernel_share": kernel / machine if machine > 0 else 0.0,
-            "os_wait_s": float(s.gf[st.GF_OS_WAIT]) / 1e6,
-            "os_queue_s": float(s.gf[st.GF_OS_QUEUE]) / 1e6,
-            "os_busy_s": float(s.gf[st.GF_OS_BUSY]) / 1e6,
-            "os_calls": int(s.gi[st.G_OS_CALLS]),
-            "pages_freed": float(s.gi[st.G_OS_CALLS] * v["pages_per_call"]),
-            "gb_freed": float(s.gi[st.G_OS_CALLS] * v["pages_per_call"] * PAGE_BYTES / 1e9),
+            "os_wait_s": float(s.run_times[st.GF_OS_WAIT]) / 1e6,
+            "os_queue_s": float(s.run_times[st.GF_OS_QUEUE]) / 1e6,
+            "os_busy_s": float(s.run_times[st.GF_OS_BUSY]) / 1e6,
+            "os_calls": int(s.run_cells[st.G_OS_CALLS]),
+            "pages_freed": float(s.run_cells[st.G_OS_CALLS] * values["pages_per_call"]),
+            "gb_freed": float(s.run_cells[st.G_OS_CALLS] * values["pages_per_call"] * PAGE_BYTES / 1e9),
             "sessions": pd.DataFrame({"session": np.arange(1, len(elapsed) + 1), "elapsed_ms": elapsed,
-                                      "cpu_ms": s.wf[:, st.WF_CPU] / 1000.0,
-                                      "kernel_cpu_ms": s.wf[:, st.WF_KERNEL] / 1000.0,
-                                      "os_wait_ms": s.wf[:, st.WF_OSWAIT] / 1000.0}),
+                                      "cpu_ms": s.worker_times[:, st.WF_CPU] / 1000.0,
+                                      "kernel_cpu_ms": s.worker_times[:, st.WF_KERNEL] / 1000.0,
+                                      "os_wait_ms": s.worker_times[:, st.WF_OSWAIT] / 1000.0}),
         }
     return collect
 
 
-def build(v: dict[str, Any]) -> Workload:
+def build(values: dict[str, Any]) -> Workload:
     """One program; sessions round-robin over the schedulers, all starting at once."""
-    prog, start = program(v)
-    n, sched = v["sessions"], v["schedulers"]
-    single_ms = v["rowgroups"] * v["cpu_per_rowgroup_ms"] + calls(v) * call_us(v) / 1000.0
+    prog, start = program(values)
+    n, sched = values["sessions"], values["schedulers"]
+    single_ms = values["rowgroups"] * values["cpu_per_rowgroup_ms"] + calls(values) * call_us(values) / 1000.0
     return Workload(
         program=prog, worker_start=[start] * n, worker_scheduler=[w % sched for w in range(n)],
         worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["session"] * n,
-        latches=[], schedulers=sched, quantum_us=v["quantum_ms"] * 1000.0,
-        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"], work_units=0,
-        os_wait_type="MEMORY_ALLOCATION_EXT" if v["lpim"] == "off" else "",
-        expected_events=3 * n * calls(v),
-        expected_ms=max(single_ms * max(1.0, n / sched), n * calls(v) * call_us(v) / 1000.0),
-        collect=_collect(v),
+        latches=[], schedulers=sched, quantum_us=values["quantum_ms"] * 1000.0,
+        context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"], work_units=0,
+        os_wait_type="MEMORY_ALLOCATION_EXT" if values["lpim"] == "off" else "",
+        expected_events=3 * n * calls(values),
+        expected_ms=max(single_ms * max(1.0, n / sched), n * calls(values) * call_us(values) / 1000.0),
+        collect=_collect(values),
     )
 
 
-def check(v: dict[str, Any]) -> None:
+def check(values: dict[str, Any]) -> None:
     """A bounded number of OS calls (so of events)."""
-    total = v["sessions"] * calls(v)
+    total = values["sessions"] * calls(values)
     if total > MAX_CALLS:
         raise ParameterError(
-            f"sessions={v['sessions']} x rowgroups={v['rowgroups']} x os_calls_per_rowgroup="
-            f"{v['os_calls_per_rowgroup']} is {total:,} OS calls: use at most {MAX_CALLS:,}")
+            f"sessions={values['sessions']} x rowgroups={values['rowgroups']} x os_calls_per_rowgroup="
+            f"{values['os_calls_per_rowgroup']} is {total:,} OS calls: use at most {MAX_CALLS:,}")
 
 
-SCENARIO = Scenario("cci-decommit", __doc__.strip().splitlines()[0], PARAMS, build, check)
+# ----------------------------------------------------------------------------- the fit
+
+
+def estimate(snap: Snapshot) -> evidence.Point:
+    """Sessions whose compression calls the OS through one serialised path: MVA's repairman on MEMORY_ALLOCATION_EXT.
+
+    Every call waits (it is preemptive), so the wait per call is the
+    response (queue and service) and MVA gives the service; pages per call
+    and calls per rowgroup keep the scenario's values (Obbish's traces).
+    """
+    defaults = SCENARIO.defaults()
+    sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
+    calls = evidence.need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
+    x = calls / snap.interval_s
+    evidence.check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,
+                       sessions, snap.interval_s, snap.get("wait", "MEMORY_ALLOCATION_EXT", "max_time_ms"))
+    response = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / calls
+    service, think = evidence.repairman_service(sessions, sessions / x * 1e6, response)
+    how = (f"{sessions} sessions make {x:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
+           f"gives {service:,.1f} us of serialised work per call")
+    fitted = {"page_us_no_lpim": (service / defaults["pages_per_call"], "us",
+                                  how + f", over {defaults['pages_per_call']:g} pages per call"),
+              "cpu_per_rowgroup_ms": (think * defaults["os_calls_per_rowgroup"] / 1000.0, "ms",
+                                      f"the cycle per call less the wait (Little's law), {think:,.1f} us, times "
+                                      f"{defaults['os_calls_per_rowgroup']} calls per rowgroup")}
+    schedulers, sched_how = evidence.schedulers(snap)
+    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
+                "lpim": ("off", "MEMORY_ALLOCATION_EXT waits show only with lock pages in memory off")}
+    assumed = {"page_us_lpim": ("the OS path's cost per page with lock pages in memory, which a capture without "
+                                "it cannot show (Obbish's 1.33 us is used)", "a capture with lock pages in memory on"),
+               "pages_per_call": ("pages freed per OS call", "an ETW trace of FreePage calls (Obbish's method)"),
+               "os_calls_per_rowgroup": ("calls per rowgroup", "the rowgroups compressed in the interval")}
+    return evidence.Point(fitted, settings, assumed, x)
+
+
+def claims(clue: evidence.Clue) -> list[str] | None:
+    """MEMORY_ALLOCATION_EXT on top: sessions wait on preemptive memory calls to the OS."""
+    if clue.top_wait == "MEMORY_ALLOCATION_EXT":
+        return ["sessions wait on preemptive memory calls to the OS: the decommit model (lock pages in memory off)"]
+    return None
+
+
+def rows_per_s(result: Any) -> float:
+    """Rows compressed per second: every session's rowgroups are full ones."""
+    return result.params["sessions"] * result.params["rowgroups"] * ROWGROUP_ROWS / (result.elapsed_ms / 1000.0)
+
+
+def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
+    """Rowgroups enough for ``visits`` OS calls."""
+    per_session = visits / values["sessions"] / values["os_calls_per_rowgroup"]
+    return {"rowgroups": min(max(int(math.ceil(per_session)), 1), 1_000)}
+
+
+SCENARIO = Scenario(
+    name="cci-decommit", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
+    throughput=Throughput(counts="rows", per_s=rows_per_s),
+    reported_waits=("MEMORY_ALLOCATION_EXT",),
+    capture=Capture(session_param="sessions", rows=lambda values, result: []),
+    diagnosis=DiagnosisRule(label="MEMORY_ALLOCATION_EXT", looks_like="preemptive memory calls to the OS", rank=5,
+                            claims=claims),
+    estimate=estimate, size_run=size_run, size_params=("rowgroups",),
+    changes=(Change(name="lock-pages", what="lock pages in memory", value="", sets=lambda fitted, given: {"lpim": "on"}),),
+)

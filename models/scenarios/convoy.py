@@ -27,7 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, Program
-from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.fitting import evidence
+from models.fitting.snapshot import BATCHES, Snapshot
+from models.params import Param, ParameterError, common_params, latch_knobs
+from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload
 
 PARAMS = (
@@ -44,36 +47,104 @@ PARAMS = (
 ) + common_params(schedulers=8, context_switch_us=0.0, wakeup_us=0.0)
 
 
-def build(v: dict[str, Any]) -> Workload:
+def build(values: dict[str, Any]) -> Workload:
     """One program (acquire, hold, release, end) run by every request."""
     prog = Program()
     start = prog.start()
     prog.acquire(0, EX)
-    prog.cpu(v["hold_ms"] * 1000.0, DISTRIBUTIONS[v["hold_dist"]])
+    prog.cpu(values["hold_ms"] * 1000.0, DISTRIBUTIONS[values["hold_dist"]])
     prog.release(0, EX)
     prog.end()
-    burst, n = v["initial_queue"], v["requests"]
-    gap = 1e6 / v["arrival_rate_per_s"]
+    burst, n = values["initial_queue"], values["requests"]
+    gap = 1e6 / values["arrival_rate_per_s"]
     total = burst + n
     arrival = [0.0] * burst + [k * gap for k in range(n)]
     return Workload(
         program=prog, worker_start=[start] * total, worker_scheduler=[-1] * total,
         worker_arrival_us=arrival, worker_daemon=[False] * total,
         worker_kind=["task"] * total,
-        latches=[LatchSpec("CONVOY_LATCH", "LATCH", **latch_knobs(v))],
-        schedulers=v["schedulers"], quantum_us=v["quantum_ms"] * 1000.0,
-        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
+        latches=[LatchSpec("CONVOY_LATCH", "LATCH", **latch_knobs(values))],
+        schedulers=values["schedulers"], quantum_us=values["quantum_ms"] * 1000.0,
+        context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
         expected_acquires=total,
-        poisson_from=burst if v["arrivals"] == "poisson" else -1, poisson_gap_us=gap,
+        poisson_from=burst if values["arrivals"] == "poisson" else -1, poisson_gap_us=gap,
     )
 
 
-def check(v: dict[str, Any]) -> None:
+def check(values: dict[str, Any]) -> None:
     """Combinations the catalogue ranges alone cannot rule out."""
-    if v["initial_queue"] + v["requests"] > 2_000_000:
+    if values["initial_queue"] + values["requests"] > 2_000_000:
         raise ParameterError(
-            f"initial_queue + requests = {v['initial_queue'] + v['requests']} is too many: "
+            f"initial_queue + requests = {values['initial_queue'] + values['requests']} is too many: "
             "use at most 2,000,000 in all")
 
 
-SCENARIO = Scenario("convoy", __doc__.strip().splitlines()[0], PARAMS, build, check)
+# ----------------------------------------------------------------------------- the fit
+
+
+def estimate(snap: Snapshot) -> evidence.Point:
+    """An open stream: rate from the acquires, hold from the busy time the waits show (PASTA), hand-off from signals.
+
+    With Poisson arrivals a request finds the latch owned with probability
+    equal to the share of time it is owned: waits / acquires = rate x (hold
+    + hand-off x waits / acquires).  The mean wait then tells a fixed hold
+    from an exponential one (Pollaczek-Khinchine: twice the wait for the same utilisation).
+    """
+    cls = evidence.top_class(snap)
+    obs = evidence.latch_obs(snap, cls, "LATCH")
+    lam, rate_how = evidence.visit_rate(snap, cls, obs, counter=BATCHES)
+    p = evidence.waited_share(obs.waits, lam * snap.interval_s, f"latch {cls}", rate_how)
+    hold_us = p / lam * 1e6 - obs.handoff_us * p
+    mean_wait_us = obs.wait_us / (lam * snap.interval_s)
+    s = hold_us + obs.handoff_us * p
+    rho = min(lam * s / 1e6, 0.999)
+    # PK: mean wait = lam E[S^2] / (2 (1 - rho)); E[S^2] = S^2 (1 + cv2)
+    cv2 = 2 * (1 - rho) * mean_wait_us / (lam / 1e6 * s * s) - 1 if s > 0 else 0.0
+    dist = "exponential" if cv2 > 0.5 else "fixed"
+    schedulers, sched_how = evidence.schedulers(snap)
+    settings = {"schedulers": (schedulers, sched_how), "hold_dist": (dist, f"the mean wait {mean_wait_us:,.0f} us "
+                f"per request at utilisation {rho:.2f} puts the hold's squared coefficient of variation "
+                + (f"near {cv2:.1f} (0: fixed, 1: exponential)" if cv2 >= -0.05 else
+                   f"at {cv2:.1f}, below a fixed hold's 0: the waits are shorter than Pollaczek-Khinchine gives for "
+                   "Poisson arrivals, so the arrivals are smoother than Poisson; the nearest hold, fixed, is used"))}
+    fitted = {"arrival_rate_per_s": (lam, "req/s", rate_how + " over the interval"),
+              "hold_ms": (hold_us / 1000.0, "ms", f"{p:.1%} of requests waited, so the latch was owned that share "
+                          "of the time (Poisson arrivals see time averages); owned time per request less the "
+                          "hand-offs")}
+    assumed = {"arrivals": ("Poisson arrivals assumed: a snapshot has counts, not arrival times",
+                            "arrival timestamps (an extended-events trace of batch starts)")}
+    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    evidence.handoff(fitted, assumed, obs, switch_us)
+    return evidence.Point(fitted, settings, assumed, lam)
+
+
+def claims(clue: evidence.Clue) -> list[str] | None:
+    """LATCH waits on a class no other rule claims, about one acquire per batch request: an open stream."""
+    if clue.family != "LATCH" or clue.latch_class is None:
+        return None
+    acquires, batches = evidence.acquires_and_batches(clue)
+    if acquires and batches >= 0.5 * acquires:
+        return [f"{batches:,.0f} batch requests for {acquires:,.0f} acquires: each request takes the latch about "
+                "once, an open stream of requests (the convoy model)"]
+    return None
+
+
+def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """Each request is a batch of its own."""
+    return [{"source": "counter", "name": BATCHES, "count": float(result.latch_stats["acquires"].sum())}]
+
+
+def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
+    """One request per visit."""
+    return {"requests": min(visits, 2_000_000)}
+
+
+SCENARIO = Scenario(
+    name="convoy", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
+    throughput=Throughput(counts="requests"),
+    reported_waits=("LATCH",),
+    capture=Capture(session_param=None, rows=capture_rows),
+    diagnosis=DiagnosisRule(label="LATCH_EX", looks_like="LATCH_EX on another class: one acquire per batch, or many",
+                            rank=6, claims=claims),
+    estimate=estimate, size_run=size_run, size_params=("requests", "initial_queue"), changes=(),
+)

@@ -24,23 +24,28 @@ session whose quantum has less left than its insert needs yields first.
 Latch classes: BUFFER (every index page, PAGELATCH_SH/EX) and ALLOCATION (the
 model's stand-in for the allocation structures a new page takes, LATCH_EX).
 The defaults are round illustrative values; the calibrated setups of seeds
-002 and 004 are in :mod:`models.analysis.hot_page`.
+002 and 004 are in :mod:`models.book.analysis.hot_page`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from models.calibration import CONTEXT_SWITCH_US
 from models.engine import state as st
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
     FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, Program,
     register,
 )
-from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.fitting import evidence
+from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
+from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import IndexSpec, LatchSpec, Workload
 
 PAGE_ROW_BYTES = 8_096   # an 8,192-byte page less its 96-byte header
@@ -52,7 +57,7 @@ MAX_ROWS = 2_000_000     # rows a run may insert (one latch per page the run cou
 MAX_PAGES = 500_000      # pages a run may allocate: each has its latch and its row of the page table
 
 PARAMS = (
-    Param("sessions", "int", 100, "", 1, 4096, help="sessions inserting concurrently"),
+    Param("sessions", "int", 100, "", 1, MAX_SESSIONS, help="sessions inserting concurrently"),
     Param("inserts_per_session", "int", 200, "rows", 1, 1_000_000, help="rows each session inserts"),
     Param("key", "choice", "identity", choices=tuple(KEY_BYTES),
           help="leading clustered key: ascending identity, random GUID, bit-reversed identity, "
@@ -86,17 +91,17 @@ def fanout(key: str) -> int:
     return PAGE_ROW_BYTES // (KEY_BYTES[key] + CHILD_POINTER_BYTES)
 
 
-def trees(v: dict[str, Any]) -> int:
+def trees(values: dict[str, Any]) -> int:
     """B-trees the rows go into: one per partition for the partitioned key, else one."""
-    return v["partitions"] if v["key"] == "partitioned" else 1
+    return values["partitions"] if values["key"] == "partitioned" else 1
 
 
-def total_rows(v: dict[str, Any]) -> int:
+def total_rows(values: dict[str, Any]) -> int:
     """Rows the run inserts."""
-    return v["sessions"] * v["inserts_per_session"]
+    return values["sessions"] * values["inserts_per_session"]
 
 
-def max_pages(v: dict[str, Any]) -> int:
+def max_pages(values: dict[str, Any]) -> int:
     """Pages the run can allocate at most (leaf and non-leaf), from how splits fill pages.
 
     A mid-page split leaves both pages at least half full and rows are never
@@ -105,9 +110,9 @@ def max_pages(v: dict[str, Any]) -> int:
     leaves for R rows, c rows a page and t trees (R + t when a page holds one
     row).  A non-leaf split leaves both halves with fanout / 2 children.
     """
-    n, t, c = total_rows(v), trees(v), rows_per_page(v["row_bytes"])
+    n, t, c = total_rows(values), trees(values), rows_per_page(values["row_bytes"])
     leaves = n + t if c == 1 else n // (c // 2) + n // c + 2 * t + 2
-    return leaves + leaves // max(1, fanout(v["key"]) // 2) + 2 * t + 2
+    return leaves + leaves // max(1, fanout(values["key"]) // 2) + 2 * t + 2
 
 
 def _walk(prog: Program, root_mode: int, parent_mode: int) -> None:
@@ -121,50 +126,50 @@ def _walk(prog: Program, root_mode: int, parent_mode: int) -> None:
     prog.acquire(register(R_LEAF), EX)
 
 
-def _insert_row(prog: Program, v: dict[str, Any]) -> int:
+def _insert_row(prog: Program, values: dict[str, Any]) -> int:
     """The row's own work under the leaf latch, then the insert; returns its address."""
-    start = prog.cpu(v["cpu_under_us"], DISTRIBUTIONS[v["cpu_dist"]])
+    start = prog.cpu(values["cpu_under_us"], DISTRIBUTIONS[values["cpu_dist"]])
     prog.insert()
     prog.unit()
     return start
 
 
-def alloc_latch(v: dict[str, Any]) -> int:
+def alloc_latch(values: dict[str, Any]) -> int:
     """The allocation latch's index: after the roots (latches 0 .. trees - 1), before the gates and pages."""
-    return trees(v)
+    return trees(values)
 
 
-def _split(prog: Program, v: dict[str, Any], nonleaf: bool) -> None:
+def _split(prog: Program, values: dict[str, Any], nonleaf: bool) -> None:
     """Allocate a page, split the leaf (and its parent when ``nonleaf``), and insert the row there."""
-    prog.acquire(alloc_latch(v), EX)
-    prog.cpu(v["alloc_us"], FIXED)
-    prog.release(alloc_latch(v), EX)
+    prog.acquire(alloc_latch(values), EX)
+    prog.cpu(values["alloc_us"], FIXED)
+    prog.release(alloc_latch(values), EX)
     prog.split()
     prog.acquire(register(R_NEW), EX)  # the new page: nobody else can reach it yet
-    prog.cpu(v["new_page_us"] * (2 if nonleaf else 1), FIXED)
-    prog.cpu(v["move_row_us"], SCALED)
-    _insert_row(prog, v)
+    prog.cpu(values["new_page_us"] * (2 if nonleaf else 1), FIXED)
+    prog.cpu(values["move_row_us"], SCALED)
+    _insert_row(prog, values)
     prog.release(register(R_NEW), EX)
 
 
-def program(v: dict[str, Any]) -> tuple[Program, int]:
+def program(values: dict[str, Any]) -> tuple[Program, int]:
     """The one program every session runs (keys are made at run time); returns it and its start."""
     prog = Program()
-    calls = v["inserts_per_session"] // v["batch_rows"]
-    flow = v["optimize_for_sequential_key"] == "on"
-    margin = v["cpu_under_us"] * v["batch_rows"] if flow else 0.0
+    calls = values["inserts_per_session"] // values["batch_rows"]
+    flow = values["optimize_for_sequential_key"] == "on"
+    margin = values["cpu_under_us"] * values["batch_rows"] if flow else 0.0
     start = call = prog.start()
-    if v["think_us"] > 0:
-        prog.sleep(v["think_us"], EXPONENTIAL)
-    prog.cpu(v["cpu_before_us"], DISTRIBUTIONS[v["cpu_dist"]])
-    prog.row(v["batch_rows"])
+    if values["think_us"] > 0:
+        prog.sleep(values["think_us"], EXPONENTIAL)
+    prog.cpu(values["cpu_before_us"], DISTRIBUTIONS[values["cpu_dist"]])
+    prog.row(values["batch_rows"])
     walk = prog.find(FIND_ROOT)
     prog.yield_point(margin)
     prog.acquire(register(R_GATE), EX)
     _walk(prog, SH, SH)
     prog.release(register(R_PARENT), SH)
     to_split = prog.branch(BR_FULL)
-    put = _insert_row(prog, v)
+    put = _insert_row(prog, values)
     to_next = prog.branch(BR_MORE_ROWS)
     prog.release(register(R_LEAF), EX)
     finish = prog.release(register(R_GATE), EX)
@@ -187,7 +192,7 @@ def program(v: dict[str, Any]) -> tuple[Program, int]:
     prog.find(FIND_LEAF)
     prog.acquire(register(R_LEAF), EX)
     to_late = prog.branch(BR_NOT_FULL)
-    _split(prog, v, nonleaf=False)
+    _split(prog, values, nonleaf=False)
     prog.release(register(R_LEAF), EX)
     prog.release(register(R_PARENT), EX)
     after = prog.branch(BR_MORE_ROWS)
@@ -196,7 +201,7 @@ def program(v: dict[str, Any]) -> tuple[Program, int]:
     prog.row()
     prog.branch(BR_ALWAYS, walk)
     # Someone split the page while this session waited: insert without splitting.
-    prog.patch(to_late, _insert_row(prog, v))
+    prog.patch(to_late, _insert_row(prog, values))
     prog.release(register(R_LEAF), EX)
     prog.release(register(R_PARENT), EX)
     prog.branch(BR_ALWAYS, after)
@@ -205,12 +210,12 @@ def program(v: dict[str, Any]) -> tuple[Program, int]:
     prog.release(register(R_ROOT), SH)
     _walk(prog, EX, EX)
     to_late_root = prog.branch(BR_NOT_FULL)
-    _split(prog, v, nonleaf=True)
+    _split(prog, values, nonleaf=True)
     prog.release(register(R_LEAF), EX)
     prog.release(register(R_PARENT), EX)
     prog.release(register(R_ROOT), EX)
     prog.branch(BR_ALWAYS, after)
-    prog.patch(to_late_root, _insert_row(prog, v))
+    prog.patch(to_late_root, _insert_row(prog, values))
     prog.release(register(R_LEAF), EX)
     prog.release(register(R_PARENT), EX)
     prog.release(register(R_ROOT), EX)
@@ -218,7 +223,7 @@ def program(v: dict[str, Any]) -> tuple[Program, int]:
     return prog, start
 
 
-def _collect(v: dict[str, Any]):
+def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: splits, pages, query duration and the insert log for a heat map."""
     def collect(s: st.State) -> dict[str, Any]:
         bt = s.bt
@@ -228,18 +233,18 @@ def _collect(v: dict[str, Any]):
         rank[leaves] = np.arange(n_leaves)
         n = int(bt[st.BT_HEATN])
         pages = s.heat[:n, 1].astype(np.int64)
-        done = s.wi[:, st.W_STATE] == st.DONE
-        duration_us = float((s.wf[done, st.WF_TSTATE] - s.wf[done, st.WF_ARRIVE] - s.wf[done, st.WF_SLEPT]).sum())
-        rows = int(s.gi[st.G_UNITS])
+        done = s.workers[:, st.W_STATE] == st.DONE
+        duration_us = float((s.worker_times[done, st.WF_TSTATE] - s.worker_times[done, st.WF_ARRIVE] - s.worker_times[done, st.WF_SLEPT]).sum())
+        rows = int(s.run_cells[st.G_UNITS])
         return {
             "rows": rows,
             "leaf_pages": n_leaves,
             "mid_splits": int(bt[st.BT_MID_SPLITS]),
             "end_splits": int(bt[st.BT_END_SPLITS]),
             "nonleaf_splits": int(bt[st.BT_NONLEAF_SPLITS]),
-            "rows_per_page": rows_per_page(v["row_bytes"]),
+            "rows_per_page": rows_per_page(values["row_bytes"]),
             "query_duration_ms": duration_us / 1000.0,
-            "cpu_ms": float(s.wf[:, st.WF_CPU].sum()) / 1000.0,
+            "cpu_ms": float(s.worker_times[:, st.WF_CPU].sum()) / 1000.0,
             "inserts": pd.DataFrame({
                 "time_ms": s.heat[:n, 0] / 1000.0,
                 "page": pages,
@@ -249,49 +254,181 @@ def _collect(v: dict[str, Any]):
     return collect
 
 
-def build(v: dict[str, Any]) -> Workload:
+def build(values: dict[str, Any]) -> Workload:
     """One shared program; sessions bound to schedulers round-robin; latches: roots, allocation, gates, pages.
 
     The roots come first so that the BUFFER class is the first row of the latch statistics.
     """
-    prog, start = program(v)
-    n, s, t = v["sessions"], v["schedulers"], trees(v)
-    pages = max_pages(v)
-    knobs = latch_knobs(v)
+    prog, start = program(values)
+    n, s, t = values["sessions"], values["schedulers"], trees(values)
+    pages = max_pages(values)
+    knobs = latch_knobs(values)
     gate = LatchSpec("BTREE_INSERT_FLOW_CONTROL", policy="unfair", spin_us=0.1, spins_per_round=1,
                      max_backoffs=0, backoff_us=0.0, wait_type="BTREE_INSERT_FLOW_CONTROL")
     buffer = LatchSpec("BUFFER", "PAGELATCH", shown_modes=("SH", "EX"), **knobs)
     latches = ([buffer] * t + [LatchSpec("ALLOCATION", "LATCH", **knobs)] + [gate] * (t * s)
                + [buffer] * pages)
-    rows = total_rows(v)
+    rows = total_rows(values)
     return Workload(
         program=prog, worker_start=[start] * n, worker_scheduler=[w % s for w in range(n)],
         worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["session"] * n,
-        latches=latches, schedulers=s, quantum_us=v["quantum_ms"] * 1000.0,
-        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
+        latches=latches, schedulers=s, quantum_us=values["quantum_ms"] * 1000.0,
+        context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
         expected_acquires=4 * rows, count_units=True,
-        index=IndexSpec(strategy=v["key"], capacity=rows_per_page(v["row_bytes"]), fanout=fanout(v["key"]),
-                        buckets=v["buckets"], trees=t, pages=pages, heat_rows=rows,
+        index=IndexSpec(strategy=values["key"], capacity=rows_per_page(values["row_bytes"]), fanout=fanout(values["key"]),
+                        buckets=values["buckets"], trees=t, pages=pages, heat_rows=rows,
                         page_latch0=1 + t + t * s, root_latch0=0,
-                        gate_latch0=1 + t if v["optimize_for_sequential_key"] == "on" else -1),
-        collect=_collect(v),
+                        gate_latch0=1 + t if values["optimize_for_sequential_key"] == "on" else -1),
+        collect=_collect(values),
     )
 
 
-def check(v: dict[str, Any]) -> None:
+def check(values: dict[str, Any]) -> None:
     """Whole calls only, and a bounded number of rows."""
-    if v["inserts_per_session"] % v["batch_rows"]:
+    if values["inserts_per_session"] % values["batch_rows"]:
         raise ParameterError(
-            f"inserts_per_session={v['inserts_per_session']} is not a whole number of calls of "
-            f"batch_rows={v['batch_rows']}: use a batch size that divides it")
-    if total_rows(v) > MAX_ROWS:
+            f"inserts_per_session={values['inserts_per_session']} is not a whole number of calls of "
+            f"batch_rows={values['batch_rows']}: use a batch size that divides it")
+    if total_rows(values) > MAX_ROWS:
         raise ParameterError(
-            f"sessions={v['sessions']} x inserts_per_session={v['inserts_per_session']} is "
-            f"{total_rows(v):,} rows: use at most {MAX_ROWS:,} in all")
-    if max_pages(v) > MAX_PAGES:
+            f"sessions={values['sessions']} x inserts_per_session={values['inserts_per_session']} is "
+            f"{total_rows(values):,} rows: use at most {MAX_ROWS:,} in all")
+    if max_pages(values) > MAX_PAGES:
         raise ParameterError(
-            f"sessions={v['sessions']} x inserts_per_session={v['inserts_per_session']} rows of row_bytes="
-            f"{v['row_bytes']} could fill {max_pages(v):,} pages: use at most {MAX_PAGES:,} (fewer or smaller rows)")
+            f"sessions={values['sessions']} x inserts_per_session={values['inserts_per_session']} rows of row_bytes="
+            f"{values['row_bytes']} could fill {max_pages(values):,} pages: use at most {MAX_PAGES:,} (fewer or smaller rows)")
 
 
-SCENARIO = Scenario("last-page-insert", __doc__.strip().splitlines()[0], PARAMS, build, check)
+# ----------------------------------------------------------------------------- the fit
+
+
+def estimate(snap: Snapshot) -> evidence.Point:
+    """Sessions inserting at the end of an ascending key: the closed repairman on the last page's EX latch.
+
+    Rows per second from the transactions (one row per call assumed); a row
+    waits for the leaf when PAGELATCH_EX counts a wait; the hold per row
+    less the split's share (a new page per page of rows) is the CPU under the
+    latch; the CPU per row from the schedulers, less what is spent under the
+    latch, is the call's CPU before it; the rest of the cycle is think time.
+    """
+    defaults = SCENARIO.defaults()
+    sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
+    calls = snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)
+    if not calls:
+        raise evidence.FitError("the snapshot has no Transactions/sec or Batch Requests/sec counter: the fit needs the "
+                       "rows inserted per second (capture the counters, as the script does by default)")
+    rows = calls * defaults["batch_rows"]
+    x = rows / snap.interval_s
+    ex = snap.get("wait", "PAGELATCH_EX")
+    wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
+    obs = evidence.latch_obs(snap, "BUFFER", "PAGELATCH")
+    evidence.check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
+                       max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
+    p, wait = ex / rows, wait_us / rows
+    hold, think_all = evidence.closed_repairman(sessions, sessions / x * 1e6, wait, p, obs.handoff_us)
+    per_page = rows_per_page(defaults["row_bytes"])
+    under = hold - defaults["new_page_us"] / per_page
+    cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
+    before = cpu_row - hold - defaults["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
+    think = sessions / x * 1e6 - wait - cpu_row
+    how = (f"{sessions} sessions at {x:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
+           f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
+           f"the busy-time bound give a hold of {hold:,.1f} us")
+    fitted = {"cpu_under_us": (under, "us", how + f", less the new page's share ({defaults['new_page_us']:g} us per "
+                               f"{per_page} rows)"),
+              "cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
+                                "the allocation's share and the switches"),
+              "think_us": (think, "us", "the cycle per session less the waits and the CPU (Little's law)")}
+    schedulers, sched_how = evidence.schedulers(snap)
+    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
+                "key": ("identity", "waits on one index's last page: an ascending key")}
+    assumed = {"batch_rows": ("rows per call", "the rows inserted (the table's row count) beside the transactions"),
+               "row_bytes": ("the row size", "the table's average record size (sys.dm_db_index_physical_stats)"),
+               "new_page_us": ("a page split's extra hold is part of the mean hold per row",
+                               "the splits' own latch holds (a trace of page splits)")}
+    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
+    return evidence.Point(fitted, settings, assumed, x)
+
+
+HOT_SHARE = 0.5  # one index must hold at least this share of the page latch waits to be a hot page
+
+
+def claims(clue: evidence.Clue) -> list[str] | None:
+    """PAGELATCH on top: the hot page when the waits are writers' and sit on one index (and one page, if sampled).
+
+    PAGELATCH_UP on top is allocation-page contention (tempdb's PFS, GAM and
+    SGAM pages), and waits spread over many indexes are not one hot page:
+    neither is a model of this book, so the rule refuses them.
+    """
+    if clue.family != "PAGELATCH":
+        return None
+    snap = clue.snap
+    if clue.top_wait == "PAGELATCH_UP":
+        raise evidence.Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM), typically "
+                                "tempdb's: no model here covers it"])
+    found = []
+    index = snap.table("index")
+    if len(index) and index["count"].sum() > 0:
+        hot = index.sort_values("count", ascending=False).iloc[0]
+        hot_share = hot["count"] / index["count"].sum()
+        where = (f"{hot['name']} holds {hot_share:.0%} of the page latch waits of {len(index)} "
+                 f"index{'es' if len(index) > 1 else ''}")
+        if hot_share < HOT_SHARE:
+            raise evidence.Refusal(found + [where + f": under {HOT_SHARE:.0%}, so the waits are spread, not one hot "
+                                            "page, which no model here covers"])
+        found.append(where + ": one hot index")
+    pages = snap.table("page")
+    if len(pages) and pages["count"].sum() > 0:
+        page = pages.sort_values("count", ascending=False).iloc[0]
+        found.append(f"page {page['name']} had {page['count'] / pages['count'].sum():.0%} of the page latch "
+                     f"waiters seen at the two reads")
+    ex, sh = snap.get("wait", "PAGELATCH_EX"), snap.get("wait", "PAGELATCH_SH")
+    if ex <= sh:
+        raise evidence.Refusal(found + [f"PAGELATCH_SH waits ({sh:,.0f}) are as many as PAGELATCH_EX ({ex:,.0f}): "
+                                        "readers, not inserts at one page's end, which no model here covers"])
+    return found + [f"PAGELATCH_EX waits outnumber PAGELATCH_SH {ex:,.0f} to {sh:,.0f}: writers queue for one "
+                    "page, as inserts at the end of an ascending key do"]
+
+
+def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """An insert call is a batch and a transaction; every page latch wait is on the one clustered index."""
+    calls = float(result.extra.get("units", 0)) / values["batch_rows"]
+    waits = result.wait_stats[result.wait_stats["wait_type"].str.startswith("PAGELATCH_")]
+    return [{"source": "counter", "name": BATCHES, "count": calls},
+            {"source": "counter", "name": TRANSACTIONS, "count": calls},
+            {"source": "index", "name": "dbo.orders.PK_orders", "count": waits["waiting_tasks_count"].sum(),
+             "time_ms": waits["wait_time_ms"].sum()}]
+
+
+def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
+    """Whole calls per session enough for ``visits`` rows, within the rows a run inserts."""
+    sessions, batch = values["sessions"], values["batch_rows"]
+    per = max(int(math.ceil(visits / sessions / batch)), 1) * batch
+    most = MAX_ROWS // sessions // batch * batch
+    if most < batch:
+        raise ParameterError(f"{sessions} sessions of batch_rows={batch} rows per call need {sessions * batch:,} "
+                             f"rows for one call each, more than the {MAX_ROWS:,} a run of the model inserts")
+    return {"inserts_per_session": min(per, most)}
+
+
+CHANGES = (
+    Change(name="hash-key", what="a hash-bucket leading key", value="the buckets", param="buckets",
+           sets=lambda fitted, given: {"key": "hash-bucket",
+                                       "buckets": int(given) if given is not None else fitted["schedulers"]}),
+    Change(name="guid-key", what="a random GUID leading key", value="", sets=lambda fitted, given: {"key": "guid"}),
+    Change(name="sequential-key", what="OPTIMIZE_FOR_SEQUENTIAL_KEY", value="",
+           sets=lambda fitted, given: {"optimize_for_sequential_key": "on"}),
+    Change(name="batch", what="10 rows per call (batching)", value="the rows per call", param="batch_rows",
+           sets=lambda fitted, given: {"batch_rows": int(given) if given is not None else 10}),
+)
+
+
+SCENARIO = Scenario(
+    name="last-page-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
+    throughput=Throughput(counts="rows"),
+    reported_waits=("PAGELATCH", "BTREE_INSERT_FLOW_CONTROL"),  # flow control moves waiting to its own wait type
+    capture=Capture(session_param="sessions", rows=capture_rows),
+    diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX on one index", rank=2, claims=claims),
+    estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
+)

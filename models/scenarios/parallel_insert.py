@@ -23,7 +23,10 @@ import math
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
-from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.fitting import evidence
+from models.fitting.snapshot import Snapshot
+from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
+from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload
 
 EXTENT_PAGES = 8
@@ -31,7 +34,7 @@ RECORDS_PER_EXTENT = 3
 FOREVER = 2**62
 
 PARAMS = (
-    Param("maxdop", "int", 8, "", 1, 64, help="parallel workers inserting (degree of parallelism)"),
+    Param("maxdop", "int", 8, "", 1, MAX_DOP, help="parallel workers inserting (degree of parallelism)"),
     Param("rows", "int", 2_000_000, "rows", 1, 200_000_000, help="rows inserted in all"),
     Param("rows_per_page", "int", 100, "rows/page", 1, 8060, help="rows that fit on one 8 KB page"),
     Param("logging", "choice", "minimal", choices=("minimal", "full"),
@@ -49,21 +52,21 @@ PARAMS = (
 ) + common_params(schedulers=24)
 
 
-def log_records(v: dict[str, Any]) -> int:
+def log_records(values: dict[str, Any]) -> int:
     """Log records (so latch acquires) the insert writes: 3 per extent, plus 1 per page if fully logged."""
-    pages = math.ceil(v["rows"] / v["rows_per_page"])
+    pages = math.ceil(values["rows"] / values["rows_per_page"])
     extents = math.ceil(pages / EXTENT_PAGES)
-    return RECORDS_PER_EXTENT * extents + (pages if v["logging"] == "full" else 0)
+    return RECORDS_PER_EXTENT * extents + (pages if values["logging"] == "full" else 0)
 
 
-def build(v: dict[str, Any]) -> Workload:
+def build(values: dict[str, Any]) -> Workload:
     """One program per worker with its share of log records, plus the optional co-tenant."""
     prog = Program()
-    n = v["maxdop"]
-    records = log_records(v)
-    rows_per_record = v["rows"] / records
-    between = rows_per_record * v["cpu_per_row_us"] + v["cpu_per_log_record_us"]
-    dist = DISTRIBUTIONS[v["cpu_dist"]]
+    n = values["maxdop"]
+    records = log_records(values)
+    rows_per_record = values["rows"] / records
+    between = rows_per_record * values["cpu_per_row_us"] + values["cpu_per_log_record_us"]
+    dist = DISTRIBUTIONS[values["cpu_dist"]]
     starts = []
     for w in range(n):
         share = records // n + (1 if w < records % n else 0)
@@ -73,22 +76,22 @@ def build(v: dict[str, Any]) -> Workload:
             prog.yield_point()
             if n > 1:
                 prog.acquire(0, EX)
-                prog.cpu(v["hold_us"], FIXED, contended_latch=0)
+                prog.cpu(values["hold_us"], FIXED, contended_latch=0)
                 prog.release(0, EX)
             else:
-                prog.cpu(v["hold_us"], FIXED)
+                prog.cpu(values["hold_us"], FIXED)
             prog.loop(body, share)
         prog.end()
     scheds = list(range(n))
     kinds = ["task"] * n
     daemon = [False] * n
-    if v["busy_scheduler"] >= 0:
+    if values["busy_scheduler"] >= 0:
         starts.append(prog.start())
-        body = prog.cpu(v["quantum_ms"] * 1000.0, FIXED)
+        body = prog.cpu(values["quantum_ms"] * 1000.0, FIXED)
         prog.yield_point()
         prog.loop(body, FOREVER)
         prog.end()
-        scheds.append(v["busy_scheduler"])
+        scheds.append(values["busy_scheduler"])
         kinds.append("co-tenant")
         daemon.append(True)
     total = len(starts)
@@ -96,30 +99,144 @@ def build(v: dict[str, Any]) -> Workload:
         program=prog, worker_start=starts, worker_scheduler=scheds,
         worker_arrival_us=[0.0] * total, worker_daemon=daemon, worker_kind=kinds,
         latches=[LatchSpec("NESTING_TRANSACTION_FULL", "LATCH",
-                           contender_cost_us=v["contender_cost_us"], **latch_knobs(v))],
-        schedulers=v["schedulers"], quantum_us=v["quantum_ms"] * 1000.0,
-        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
+                           contender_cost_us=values["contender_cost_us"], **latch_knobs(values))],
+        schedulers=values["schedulers"], quantum_us=values["quantum_ms"] * 1000.0,
+        context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
         expected_acquires=records if n > 1 else 0, work_units=records,
         extra={"log_records": records, "rows_per_record": rows_per_record,
                "cpu_between_records_us": between},
     )
 
 
-def check(v: dict[str, Any]) -> None:
+def check(values: dict[str, Any]) -> None:
     """MAXDOP and the co-tenant must fit on the schedulers; the run must stay bounded."""
-    if v["maxdop"] > v["schedulers"]:
+    if values["maxdop"] > values["schedulers"]:
         raise ParameterError(
-            f"maxdop={v['maxdop']} is more than schedulers={v['schedulers']}: "
-            f"use maxdop from 1 to {v['schedulers']} (parallel workers need distinct schedulers)")
-    if v["busy_scheduler"] >= v["schedulers"]:
+            f"maxdop={values['maxdop']} is more than schedulers={values['schedulers']}: "
+            f"use maxdop from 1 to {values['schedulers']} (parallel workers need distinct schedulers)")
+    if values["busy_scheduler"] >= values["schedulers"]:
         raise ParameterError(
-            f"busy_scheduler={v['busy_scheduler']} is not a scheduler: "
-            f"use -1 (none) or 0 to {v['schedulers'] - 1}")
-    records = log_records(v)
+            f"busy_scheduler={values['busy_scheduler']} is not a scheduler: "
+            f"use -1 (none) or 0 to {values['schedulers'] - 1}")
+    records = log_records(values)
     if records > 5_000_000:
         raise ParameterError(
-            f"rows={v['rows']} with rows_per_page={v['rows_per_page']} and logging={v['logging']!r} "
+            f"rows={values['rows']} with rows_per_page={values['rows_per_page']} and logging={values['logging']!r} "
             f"writes {records:,} log records: use at most 5,000,000 (fewer rows or more rows per page)")
 
 
-SCENARIO = Scenario("parallel-insert", __doc__.strip().splitlines()[0], PARAMS, build, check)
+# ----------------------------------------------------------------------------- the fit
+
+
+BUSY_SWITCHES = 1.5     # a co-tenant's scheduler switches at least this many times as often as the median one
+
+
+def estimate(snap: Snapshot) -> evidence.Point:
+    """MAXDOP workers logging through NESTING_TRANSACTION_FULL: the closed repairman per log record.
+
+    The CPU between two log records is split into rows and the record's own
+    work with the scenario's default rows per record (the snapshot cannot
+    tell rows from records); a co-tenant shows as scheduler yields on the one
+    scheduler with far more context switches than the others.
+    """
+    cls = "NESTING_TRANSACTION_FULL"
+    schedulers, sched_how = evidence.schedulers(snap)
+    maxdop, maxdop_how = evidence.dop(snap, schedulers)
+    busy, busy_how = -1, "not one SOS_SCHEDULER_YIELD wait: no scheduler is shared"
+    yields = snap.get("wait", "SOS_SCHEDULER_YIELD")
+    sched = snap.table("scheduler")
+    if yields > 0 and len(sched) and (snap.setting("sessions") or 1) >= 2:
+        top = sched.sort_values("count", ascending=False).iloc[0]
+        median = float(sched["count"].median())
+        if top["count"] >= BUSY_SWITCHES * max(median, 1.0):
+            busy = int(top["name"])
+            busy_how = (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits with {snap.setting('sessions')} sessions, and "
+                        f"scheduler {busy} switched {top['count']:,.0f} times (the median scheduler "
+                        f"{median:,.0f}): a CPU-bound query shares it")
+        else:
+            busy_how = (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits, but no scheduler switches {BUSY_SWITCHES:g} "
+                        f"times as often as the median ({top['count']:,.0f} against {median:,.0f}): no co-tenant")
+    defaults = SCENARIO.defaults()
+    per_record = defaults["rows"] / log_records(defaults)
+    obs = evidence.latch_obs(snap, cls, "LATCH")
+    assumed = {"contender_cost_us": ("a cost that grows with contenders needs the throughput at two MAXDOPs",
+                                     "snapshots at two or more MAXDOPs"),
+               "rows_per_page": ("rows and log records are not told apart",
+                                 "the rows inserted (the table's row count)")}
+    fitted: dict[str, tuple[float, str, str]] = {}
+    if busy >= 0:
+        # Hand-offs to the worker behind the co-tenant wait out its quantum: they swamp the hold, and the
+        # workers no longer keep pace (the ones on schedulers of their own finish first).  The CPU per log
+        # record still shows: the schedulers' CPU less the co-tenant's (its scheduler's CPU beyond what the
+        # median worker's scheduler used), over the records.
+        x, rate_how = evidence.visit_rate(snap, cls, obs)
+        cpu = sched.set_index(sched["name"].astype(int))["time_ms"].fillna(0.0)
+        workers = cpu[(cpu.index != busy) & (cpu > 0)]
+        co_tenant = max(float(cpu.get(busy, 0.0)) - float(workers.median()) if len(workers) else 0.0, 0.0)
+        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (x * snap.interval_s) - defaults["hold_us"]
+        rate_how += (f"; {float(cpu.sum()):,.0f} ms of scheduler CPU less the co-tenant's {co_tenant:,.0f} ms, "
+                     f"less the {defaults['hold_us']:g} us hold assumed")
+        assumed["hold_us"] = ("hand-offs to the worker that shares a scheduler with the co-tenant wait out its "
+                              "quantum and swamp the hold", "a snapshot without the co-tenant")
+        assumed["wakeup_us"] = evidence.SHARED_HANDOFF
+    else:
+        unfair = evidence.latch_policy(obs, cls)[0] == "unfair"
+        obs, x, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair)
+        fitted["hold_us"] = (hold, "us", how)
+        if not unfair:  # an unfair latch hands nothing off: its few waits say nothing of a hand-off
+            switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+            evidence.handoff(fitted, assumed, obs, switch_us)
+    cpu_row = (think - defaults["cpu_per_log_record_us"]) / per_record
+    fitted["cpu_per_row_us"] = (cpu_row, "us", f"the {think:,.1f} us between log records ({rate_how}, Little's "
+                                f"law) less {defaults['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
+                                "rows per record")
+    policy, policy_how = evidence.latch_policy(obs, cls)
+    if policy == "unfair":
+        fitted.update(evidence.spin_fit(obs))
+        assumed["spin_us"] = ("the CPU one spin round takes: the counters give spins, not their time",
+                              "a CPU profile of the spinning (ETW sampling)")
+    settings = {"maxdop": (maxdop, maxdop_how), "schedulers": (schedulers, sched_how),
+                "policy": (policy, policy_how), "busy_scheduler": (busy, busy_how)}
+    return evidence.Point(fitted, settings, assumed, x)
+
+
+def claims(clue: evidence.Clue) -> list[str] | None:
+    """LATCH waits led by NESTING_TRANSACTION_FULL: a parallel insert's workers logging through one transaction."""
+    if clue.family == "LATCH" and clue.latch_class == "NESTING_TRANSACTION_FULL":
+        return ["parallel workers of one insert log through their parent transaction's latch"]
+    return None
+
+
+def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
+    """Rows enough for ``visits`` log records."""
+    return {"rows": min(int(visits * values["rows"] / log_records(values)) + 1, 200_000_000)}
+
+
+def _move_co_tenant(fitted: dict[str, Any], given: float | None) -> dict[str, Any]:
+    """The co-tenant to the given scheduler, else to one the insert does not use (-1: none is free)."""
+    if given is not None:
+        return {"busy_scheduler": int(given)}
+    return {"busy_scheduler": fitted["maxdop"] if fitted["maxdop"] < fitted["schedulers"] else -1}
+
+
+CHANGES = (
+    LOWER_MAXDOP,
+    Change(name="unfair-latch", what="trace flag 3933: the unfair latch", value="",
+           sets=lambda fitted, given: {"policy": "unfair"},  # the flag reaches only nesting-transaction latches
+           unless=lambda fitted: "the latch is unfair already" if fitted.get("policy") == "unfair" else ""),
+    Change(name="move-co-tenant", what="move the co-tenant off the insert", value="its new scheduler (-1: none)",
+           sets=_move_co_tenant, param="busy_scheduler",
+           unless=lambda fitted: "no co-tenant was found" if fitted["busy_scheduler"] < 0 else ""),
+)
+
+
+SCENARIO = Scenario(
+    name="parallel-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
+    throughput=Throughput(counts="log records"),
+    reported_waits=("LATCH",),
+    capture=Capture(session_param=None, rows=lambda values, result: [],
+                    sessions=lambda values: 1 + (values["busy_scheduler"] >= 0)),  # the insert, and the co-tenant
+    diagnosis=DiagnosisRule(label="NESTING_TRANSACTION_FULL", looks_like="LATCH_EX, on that latch class", rank=1,
+                            claims=claims),
+    estimate=estimate, size_run=size_run, size_params=("rows",), changes=CHANGES,
+)

@@ -25,7 +25,7 @@ persistent version store: no insert-point latch, ``adr_cpu_us`` more CPU per
 update (an assumption: the seed reports "much worse" without a figure).
 
 The defaults are round illustrative values; Randal's calibrated setup is
-:data:`models.analysis.version_store.SETUP`.
+:data:`models.book.analysis.version_store.SETUP`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ from fractions import Fraction
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
-from models.params import Param, ParameterError, Scenario, common_params, latch_knobs
+from models.fitting import evidence
+from models.fitting.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
+from models.params import Param, ParameterError, common_params, latch_knobs
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload
 
 CHUNK_BYTES = 8_000        # Randal: a version is appended in chunks of at most 8,000 bytes
@@ -69,9 +72,9 @@ PARAMS = (
 ) + common_params(schedulers=12)
 
 
-def latched(v: dict[str, Any]) -> bool:
+def latched(values: dict[str, Any]) -> bool:
     """True when updates take the insert-point latch: versioning on and ADR off."""
-    return v["versioning"] == "on" and v["adr"] == "off"
+    return values["versioning"] == "on" and values["adr"] == "off"
 
 
 def chunks(row_bytes: int) -> int:
@@ -79,11 +82,11 @@ def chunks(row_bytes: int) -> int:
     return max(1, math.ceil(row_bytes / CHUNK_BYTES))
 
 
-def outside_us(v: dict[str, Any]) -> float:
+def outside_us(values: dict[str, Any]) -> float:
     """Mean CPU between two updates outside the latch: the update, its share of reads, ADR's extra cost."""
-    reads_per_update = v["read_fraction"] / (1.0 - v["read_fraction"])
-    return (v["cpu_per_update_us"] + reads_per_update * v["cpu_per_read_us"]
-            + (v["adr_cpu_us"] if v["adr"] == "on" else 0.0))
+    reads_per_update = values["read_fraction"] / (1.0 - values["read_fraction"])
+    return (values["cpu_per_update_us"] + reads_per_update * values["cpu_per_read_us"]
+            + (values["adr_cpu_us"] if values["adr"] == "on" else 0.0))
 
 
 def page_rate(row_bytes: int) -> Fraction:
@@ -103,16 +106,16 @@ def _allocations(rate: Fraction, phase: float, updates: int) -> list[int]:
     return [math.floor((i + 1) * rate + phase) - math.floor(i * rate + phase) for i in range(updates)]
 
 
-def _update(prog: Program, v: dict[str, Any], pages: int, new_unit: bool) -> int:
+def _update(prog: Program, values: dict[str, Any], pages: int, new_unit: bool) -> int:
     """One update: CPU outside the latch, a yield point, one latched append per chunk; returns its address."""
-    start = prog.cpu(outside_us(v), DISTRIBUTIONS[v["cpu_dist"]])
+    start = prog.cpu(outside_us(values), DISTRIBUTIONS[values["cpu_dist"]])
     prog.yield_point()
-    if latched(v):
-        n = chunks(v["row_bytes"])
+    if latched(values):
+        n = chunks(values["row_bytes"])
         for k in range(n):
-            hold = v["hold_us"] + (pages // n + (1 if k < pages % n else 0)) * v["new_page_us"]
+            hold = values["hold_us"] + (pages // n + (1 if k < pages % n else 0)) * values["new_page_us"]
             if new_unit and k == 0:
-                hold += v["new_unit_us"]
+                hold += values["new_unit_us"]
             prog.acquire(0, EX)
             prog.cpu(hold, FIXED)
             prog.release(0, EX)
@@ -120,7 +123,7 @@ def _update(prog: Program, v: dict[str, Any], pages: int, new_unit: bool) -> int
     return start
 
 
-def _block(prog: Program, v: dict[str, Any], rate: Fraction, phase: float) -> int:
+def _block(prog: Program, values: dict[str, Any], rate: Fraction, phase: float) -> int:
     """One block of ``rate.denominator`` updates with ``rate.numerator`` page allocations; returns its address.
 
     A block of up to BLOCK updates is written out; a longer one (one page in many updates) is
@@ -130,84 +133,152 @@ def _block(prog: Program, v: dict[str, Any], rate: Fraction, phase: float) -> in
     size = rate.denominator
     if size <= BLOCK:
         for pages in _allocations(rate, phase, size):
-            _update(prog, v, pages, False)
+            _update(prog, values, pages, False)
         return start
     before = min(size - 1, int(phase * size))  # plain updates ahead of the allocating one
     if before:
-        prog.loop(_update(prog, v, 0, False), before, slot=0)
-    _update(prog, v, 1, False)
+        prog.loop(_update(prog, values, 0, False), before, slot=0)
+    _update(prog, values, 1, False)
     if size - 1 - before:
-        prog.loop(_update(prog, v, 0, False), size - 1 - before, slot=0)
+        prog.loop(_update(prog, values, 0, False), size - 1 - before, slot=0)
     return start
 
 
-def _connection(prog: Program, v: dict[str, Any], w: int) -> int:
+def _connection(prog: Program, values: dict[str, Any], w: int) -> int:
     """A connection's program: blocks of updates for ever (slot 1), a new allocation unit every ``unit_blocks`` blocks (slot 2).
 
     Connection ``w`` starts its pages at phase w / connections of a page and its first new unit
     after (w + 1) / connections of the interval, so the instance as a whole allocates evenly.
     """
-    rate = page_rate(v["row_bytes"]) if latched(v) else Fraction(0)
-    phase = w / v["connections"]
+    rate = page_rate(values["row_bytes"]) if latched(values) else Fraction(0)
+    phase = w / values["connections"]
     start = prog.start()
-    if not latched(v):
-        prog.loop(_update(prog, v, 0, False), FOREVER, slot=1)
+    if not latched(values):
+        prog.loop(_update(prog, values, 0, False), FOREVER, slot=1)
         return start
-    blocks = unit_blocks(v)
-    first = max(1, round((w + 1) / v["connections"] * blocks))
-    prog.loop(_block(prog, v, rate, phase), first, slot=1)
-    _update(prog, v, 0, True)
-    segment = _block(prog, v, rate, phase)
+    blocks = unit_blocks(values)
+    first = max(1, round((w + 1) / values["connections"] * blocks))
+    prog.loop(_block(prog, values, rate, phase), first, slot=1)
+    _update(prog, values, 0, True)
+    segment = _block(prog, values, rate, phase)
     prog.loop(segment, blocks, slot=1)
-    _update(prog, v, 0, True)
+    _update(prog, values, 0, True)
     prog.loop(segment, FOREVER, slot=2)
     return start
 
 
-def unit_blocks(v: dict[str, Any]) -> int:
+def unit_blocks(values: dict[str, Any]) -> int:
     """Blocks of updates between two new allocation units (``new_unit_every`` rounded to whole blocks)."""
-    return max(1, round(v["new_unit_every"] / page_rate(v["row_bytes"]).denominator))
+    return max(1, round(values["new_unit_every"] / page_rate(values["row_bytes"]).denominator))
 
 
-def expected_updates(v: dict[str, Any]) -> int:
+def expected_updates(values: dict[str, Any]) -> int:
     """An upper bound on the updates the window can hold: every busy scheduler doing nothing else."""
-    busy = min(v["connections"], v["schedulers"])
-    return math.ceil(v["window_ms"] * 1000.0 * busy / outside_us(v)) + v["connections"]
+    busy = min(values["connections"], values["schedulers"])
+    return math.ceil(values["window_ms"] * 1000.0 * busy / outside_us(values)) + values["connections"]
 
 
-def build(v: dict[str, Any]) -> Workload:
+def build(values: dict[str, Any]) -> Workload:
     """One looping program per connection, connections bound to schedulers round-robin."""
     prog = Program()
-    n = v["connections"]
-    starts = [_connection(prog, v, w) for w in range(n)]
-    updates = expected_updates(v)
-    rate = page_rate(v["row_bytes"])
+    n = values["connections"]
+    starts = [_connection(prog, values, w) for w in range(n)]
+    updates = expected_updates(values)
+    rate = page_rate(values["row_bytes"])
     return Workload(
-        program=prog, worker_start=starts, worker_scheduler=[w % v["schedulers"] for w in range(n)],
+        program=prog, worker_start=starts, worker_scheduler=[w % values["schedulers"] for w in range(n)],
         worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["connection"] * n,
-        latches=[LatchSpec("APPEND_ONLY_STORAGE_INSERT_POINT", "LATCH", **latch_knobs(v))],
-        schedulers=v["schedulers"], quantum_us=v["quantum_ms"] * 1000.0,
-        context_switch_us=v["context_switch_us"], wakeup_us=v["wakeup_us"],
-        expected_acquires=updates * (chunks(v["row_bytes"]) if latched(v) else 1),  # sizes the event budget
-        window_us=v["window_ms"] * 1000.0, count_units=True,
-        extra={"appends_per_update": chunks(v["row_bytes"]) if latched(v) else 0,
-               "pages_per_update": float(rate) if latched(v) else 0.0,
-               "exact_pages_per_update": v["row_bytes"] / PAGE_RECORD_BYTES if latched(v) else 0.0,
-               "updates_per_new_unit": unit_blocks(v) * rate.denominator + 1 if latched(v) else 0,
-               "cpu_outside_us": outside_us(v)},
+        latches=[LatchSpec("APPEND_ONLY_STORAGE_INSERT_POINT", "LATCH", **latch_knobs(values))],
+        schedulers=values["schedulers"], quantum_us=values["quantum_ms"] * 1000.0,
+        context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
+        expected_acquires=updates * (chunks(values["row_bytes"]) if latched(values) else 1),  # sizes the event budget
+        window_us=values["window_ms"] * 1000.0, count_units=True,
+        extra={"appends_per_update": chunks(values["row_bytes"]) if latched(values) else 0,
+               "pages_per_update": float(rate) if latched(values) else 0.0,
+               "exact_pages_per_update": values["row_bytes"] / PAGE_RECORD_BYTES if latched(values) else 0.0,
+               "updates_per_new_unit": unit_blocks(values) * rate.denominator + 1 if latched(values) else 0,
+               "cpu_outside_us": outside_us(values)},
     )
 
 
-def check(v: dict[str, Any]) -> None:
+def check(values: dict[str, Any]) -> None:
     """The window must hold a bounded number of updates."""
-    updates = expected_updates(v)
-    if updates * chunks(v["row_bytes"]) > MAX_UPDATES:
+    updates = expected_updates(values)
+    if updates * chunks(values["row_bytes"]) > MAX_UPDATES:
         raise ParameterError(
-            f"window_ms={v['window_ms']:g} could hold up to {updates:,} updates "
-            f"({chunks(v['row_bytes'])} append{'s' if chunks(v['row_bytes']) > 1 else ''} each) at "
-            f"cpu_per_update_us={v['cpu_per_update_us']:g} on "
-            f"{min(v['connections'], v['schedulers'])} busy schedulers: use at most {MAX_UPDATES:,} appends "
+            f"window_ms={values['window_ms']:g} could hold up to {updates:,} updates "
+            f"({chunks(values['row_bytes'])} append{'s' if chunks(values['row_bytes']) > 1 else ''} each) at "
+            f"cpu_per_update_us={values['cpu_per_update_us']:g} on "
+            f"{min(values['connections'], values['schedulers'])} busy schedulers: use at most {MAX_UPDATES:,} appends "
             "(a shorter window or more CPU per update)")
 
 
-SCENARIO = Scenario("version-store", __doc__.strip().splitlines()[0], PARAMS, build, check)
+# ----------------------------------------------------------------------------- the fit
+
+
+def estimate(snap: Snapshot) -> evidence.Point:
+    """Connections appending versions at APPEND_ONLY_STORAGE_INSERT_POINT: the closed repairman per append.
+
+    The version size comes from the Version Generation rate counter (KB per
+    update); the hold estimated is the mean per append, from which the new
+    pages' share (default cost, the size's page rate) is taken away.
+    """
+    cls = "APPEND_ONLY_STORAGE_INSERT_POINT"
+    defaults = SCENARIO.defaults()
+    connections, conn_how = evidence.setting(snap, "sessions", defaults["connections"], "connections")
+    updates = snap.get("counter", TRANSACTIONS)
+    assumed = {}
+    if updates > 0 and snap.get("counter", VERSION_KB) > 0:
+        row_bytes = max(1, round(snap.get("counter", VERSION_KB) * 1024.0 / updates))
+        bytes_how = (f"{snap.get('counter', VERSION_KB):,.0f} KB of versions over {updates:,.0f} transactions")
+    else:
+        row_bytes, bytes_how = defaults["row_bytes"], "no version-generation counter: the default size assumed"
+        assumed["row_bytes"] = ("the version size", "the Version Generation rate (KB/s) counter and Transactions/sec")
+    appends = chunks(row_bytes)
+    obs, x, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, connections, (TRANSACTIONS, appends))
+    hold_us = hold - defaults["new_page_us"] * float(page_rate(row_bytes)) / appends
+    cpu = think * appends
+    fitted = {"hold_us": (hold_us, "us", how + f", less the new pages' share ({defaults['new_page_us']:g} us per page)"),
+              "cpu_per_update_us": (cpu, "us", f"think time per append times {appends} append(s) per update")}
+    schedulers, sched_how = evidence.schedulers(snap)
+    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(connections, schedulers))
+    settings = {"connections": (connections, conn_how), "schedulers": (schedulers, sched_how)}
+    if "row_bytes" not in assumed:
+        settings["row_bytes"] = (row_bytes, bytes_how)
+    assumed["new_page_us"] = ("the extra hold of a new page is part of the mean hold", "a latch hold-time trace")
+    return evidence.Point(fitted, settings, assumed, x)
+
+
+def claims(clue: evidence.Clue) -> list[str] | None:
+    """LATCH waits led by APPEND_ONLY_STORAGE_INSERT_POINT: row versions queued for the version store."""
+    if clue.family == "LATCH" and clue.latch_class == "APPEND_ONLY_STORAGE_INSERT_POINT":
+        return ["row versions queue for tempdb's version-store insert point"]
+    return None
+
+
+def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """Each update is a transaction (the connections loop inside one batch, as Randal's scripts did) and
+    generates its row version's bytes."""
+    units = float(result.extra.get("units", 0))
+    versions_kb = units * values["row_bytes"] / 1024.0 if values["versioning"] == "on" else 0.0
+    return [{"source": "counter", "name": TRANSACTIONS, "count": units},
+            {"source": "counter", "name": VERSION_KB, "count": versions_kb}]
+
+
+def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
+    """A measurement window as long as the run should be."""
+    return {"window_ms": min(seconds * 1000.0, 100_000.0)}
+
+
+SCENARIO = Scenario(
+    name="version-store", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
+    throughput=Throughput(counts="updates"),
+    reported_waits=("LATCH",),
+    capture=Capture(session_param="connections", rows=capture_rows),
+    diagnosis=DiagnosisRule(label="APPEND_ONLY_STORAGE_INSERT_POINT", looks_like="LATCH_EX, on that latch class",
+                            rank=3, claims=claims),
+    estimate=estimate, size_run=size_run, size_params=("window_ms",),
+    changes=(Change(name="versioning-off", what="row versioning off (no RCSI or SI)", value="",
+                    sets=lambda fitted, given: {"versioning": "off"}),),
+)

@@ -1,0 +1,288 @@
+"""Helpers for the convoy chapter: capacities, queue length over time and time-to-convoy detection.
+
+Everything here is a pure function of numbers or of a run's acquire log
+(``Result.acquire_log`` from ``models.run(..., record_acquires=N)``), so the
+chapter's claims can be tested without plotting anything.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # the engine is imported only when a run is asked for
+    import models
+
+__all__ = ["HOLD_MS", "run", "capacities", "md1_mean_wait_ms", "by_request", "queue_length", "queue_series",
+           "drain_time_s", "wait_per_request_ahead", "saturation_table", "convoy_onset_ms", "onset_summary",
+           "onset_shares_text", "dmv_snapshot", "dmv_signature", "signature_of", "signature_table",
+           "signature_report", "unfair_idle_us"]
+
+HOLD_MS = 2.0  # White's example: every request holds the EX latch for 2 ms
+
+
+def run(**params: Any) -> "models.Result":
+    """One run of the ``convoy`` scenario with the chapter's 2 ms hold (unless ``hold_ms`` is given).
+
+    The run records every request's acquire (``Result.acquire_log``), which the queue-length and
+    onset helpers below read.
+    """
+    import models
+
+    params.setdefault("hold_ms", HOLD_MS)
+    n = params.get("requests", 20_000) + params.get("initial_queue", 0)
+    return models.run("convoy", record_acquires=n, **params)
+
+
+def capacities(hold_ms: float, handoff_us: float) -> tuple[float, float]:
+    """Requests per second one EX latch can serve: (1/hold with no queue, 1/(hold + hand-off) with one)."""
+    if hold_ms <= 0 or handoff_us < 0:
+        raise ValueError(f"hold_ms={hold_ms} must be > 0 and handoff_us={handoff_us} >= 0")
+    return 1000.0 / hold_ms, 1000.0 / (hold_ms + handoff_us / 1000.0)
+
+
+def unfair_idle_us(rate_per_s: float, handoff_us: float) -> float:
+    """Mean idle time of an unfair latch after each release with a queue and Poisson arrivals, in µs.
+
+    Nobody may be running at the release: the latch then waits for the next arrival (exponential,
+    rate lambda) or the woken waiter (``handoff_us`` later), whichever comes first, so the idle time
+    is E[min(Exp(lambda), h)] = (1 - exp(-lambda h)) / lambda, which tends to h as lambda h -> 0.
+    """
+    if rate_per_s <= 0 or handoff_us < 0:
+        raise ValueError(f"rate_per_s={rate_per_s} must be > 0 and handoff_us={handoff_us} >= 0")
+    lam = rate_per_s / 1e6  # per µs
+    return -math.expm1(-lam * handoff_us) / lam
+
+
+def md1_mean_wait_ms(rate_per_s: float, hold_ms: float) -> float:
+    """M/D/1 mean wait in queue, Wq = rho S / (2 (1 - rho)), in ms (inf at or above saturation)."""
+    rho = rate_per_s * hold_ms / 1000.0
+    if rho < 0:
+        raise ValueError(f"rate_per_s={rate_per_s} must be >= 0")
+    return math.inf if rho >= 1.0 else rho * hold_ms / (2.0 * (1.0 - rho))
+
+
+def by_request(log: pd.DataFrame) -> pd.DataFrame:
+    """The acquire log in request order with each request's wait (request -> running with the latch)."""
+    out = log.sort_values(["request_ms", "queue_seq"], kind="stable").reset_index(drop=True)
+    return out.assign(wait_ms=out["run_ms"] - out["request_ms"])
+
+
+def queue_length(log: pd.DataFrame, times_ms: np.ndarray, *, include_holder: bool = False) -> np.ndarray:
+    """How many requests wait for the latch at each time (requested, not yet running with it).
+
+    With ``include_holder`` the request running with the latch counts too (requests in the system).
+    """
+    t = np.asarray(times_ms, dtype=float)
+    ends = log["release_ms" if include_holder else "run_ms"].to_numpy()
+    arrived = np.searchsorted(np.sort(log["request_ms"].to_numpy()), t, side="right")
+    left = np.searchsorted(np.sort(ends), t, side="right")
+    return (arrived - left).astype(int)
+
+
+def queue_series(log: pd.DataFrame, until_ms: float, points: int = 400) -> pd.DataFrame:
+    """Queue length sampled on an even time grid from 0 to ``until_ms`` (for a line chart)."""
+    t = np.linspace(0.0, until_ms, points)
+    return pd.DataFrame({"time_ms": t, "queue": queue_length(log, t)})
+
+
+def drain_time_s(series: pd.DataFrame) -> float:
+    """When a sampled queue (from :func:`queue_series`) first reaches zero after time 0, in seconds; NaN if never."""
+    empty = series[(series["time_ms"] > 0) & (series["queue"] == 0)]
+    return float(empty["time_ms"].min() / 1000.0) if len(empty) else math.nan
+
+
+def wait_per_request_ahead(log: pd.DataFrame) -> float:
+    """Least-squares slope of a request's wait against the requests waiting ahead of it (ms per request).
+
+    Each waiter ahead must hold the latch (and, under a fair latch, be handed it) before this one runs,
+    so the slope estimates the service time per request: the hold, plus the hand-off once a queue exists.
+    """
+    df = by_request(log)
+    req = df["request_ms"].to_numpy()
+    ahead = queue_length(df, req) - 1  # the request itself counts as waiting at its own request time
+    ahead = np.maximum(ahead, 0)
+    if np.ptp(ahead) == 0:
+        raise ValueError("no variation in the queue ahead: the slope is undefined")
+    slope, _ = np.polyfit(ahead, df["wait_ms"].to_numpy(), 1)
+    return float(slope)
+
+
+def saturation_table(results: Mapping[str, Any], handoffs_us: Mapping[str, float],
+                     hold_ms: float = HOLD_MS) -> pd.DataFrame:
+    """Saturated runs side by side: 1/(hold + hand-off) against the simulated throughput and service per request.
+
+    ``results`` and ``handoffs_us`` share their keys (a label per hand-off).  The wait per request ahead
+    is a least-squares slope, rounded with :func:`models.book.stored.fitted` so it is the same on every CPU.
+    """
+    from models.book.stored import fitted
+
+    rows = []
+    for name, res in results.items():
+        h = float(handoffs_us[name])
+        rows.append({"hand-off (µs)": h, "1/(hold + hand-off) (req/s)": capacities(hold_ms, h)[1],
+                     "simulated throughput (req/s)": res.throughput_per_s,
+                     "hold + hand-off (ms)": hold_ms + h / 1000.0,
+                     "wait per request ahead (ms)": fitted(wait_per_request_ahead(res.acquire_log))})
+    return pd.DataFrame(rows)
+
+
+def convoy_onset_ms(request_ms: np.ndarray, wait_ms: np.ndarray, threshold_ms: float) -> float:
+    """When the convoy formed: the request time from which every later request waited over the threshold.
+
+    A convoy here is a wait above ``threshold_ms`` that never comes back down before the end of the
+    run; NaN when the last request waited ``threshold_ms`` or less (no convoy at the end).
+    ``request_ms`` must be in increasing order, ``wait_ms`` aligned with it.
+    """
+    t = np.asarray(request_ms, dtype=float)
+    w = np.asarray(wait_ms, dtype=float)
+    if t.shape != w.shape or t.size == 0:
+        raise ValueError("request_ms and wait_ms must be non-empty and of equal length")
+    if np.any(np.diff(t) < 0):
+        raise ValueError("request_ms must be in increasing order")
+    low = np.flatnonzero(w <= threshold_ms)
+    if low.size == 0:
+        return float(t[0])
+    if low[-1] == t.size - 1:
+        return math.nan
+    return float(t[low[-1] + 1])
+
+
+def onset_summary(onsets: pd.DataFrame, horizon_s: float) -> pd.DataFrame:
+    """Per arrival rate: runs, share that convoyed within the horizon, and median time to convoy (s)."""
+    rows = []
+    for rate, grp in onsets.groupby("arrival_rate_per_s", sort=True):
+        t = grp["time_to_convoy_s"].to_numpy(dtype=float)
+        hit = np.isfinite(t) & (t <= horizon_s)
+        censored = np.where(hit, t, math.inf)  # a run that never convoyed counts as "later than any"
+        median = float(np.median(censored)) if len(t) else math.nan
+        rows.append({"arrival_rate_per_s": float(rate), "runs": int(len(t)),
+                     "convoyed": int(hit.sum()), "share": float(hit.mean()) if len(t) else 0.0,
+                     "median_s": median if math.isfinite(median) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def onset_shares_text(summary: pd.DataFrame) -> str:
+    """The share of runs that convoyed at each rate, as text ('0% at 430, ..., 100% at 500 req/s').
+
+    Consecutive rates with the same share are merged ('100% at 460-500 req/s').
+    """
+    groups: list[tuple[int, list[int]]] = []
+    for _, r in summary.sort_values("arrival_rate_per_s").iterrows():
+        pct, rate = int(round(100 * r["share"])), int(r["arrival_rate_per_s"])
+        if groups and groups[-1][0] == pct:
+            groups[-1][1].append(rate)
+        else:
+            groups.append((pct, [rate]))
+    parts = [f"{pct}% at {rates[0]}" if len(rates) == 1 else f"{pct}% at {rates[0]}-{rates[-1]}"
+             for pct, rates in groups]
+    return ", ".join(parts) + " req/s"
+
+
+def dmv_snapshot(results: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per labelled run: its sys.dm_os_latch_stats row, the LATCH_EX signal wait from
+    sys.dm_os_wait_stats, the acquire count (what the latch_acquired event counts) and the elapsed time."""
+    rows = []
+    for label, res in results.items():
+        latch = res.latch_stats.iloc[0]
+        wait = res.wait_stats.set_index("wait_type").loc["LATCH_EX"]
+        rows.append({"run": label, "latch_class": latch["latch_class"],
+                     "waiting_requests_count": int(latch["waiting_requests_count"]),
+                     "wait_time_ms": float(latch["wait_time_ms"]), "max_wait_time_ms": float(latch["max_wait_time_ms"]),
+                     "signal_wait_time_ms": float(wait["signal_wait_time_ms"]), "acquires": int(latch["acquires"]),
+                     "elapsed_ms": float(res.elapsed_ms)})
+    return pd.DataFrame(rows)
+
+
+def dmv_signature(waits: float, wait_time_ms: float, signal_wait_time_ms: float, elapsed_ms: float,
+                  acquires: float = math.nan) -> dict[str, float]:
+    """What the DMVs say about one hot latch over an interval (deltas between two snapshots).
+
+    ``waits`` and ``wait_time_ms`` come from sys.dm_os_latch_stats (or the LATCH_EX row of
+    sys.dm_os_wait_stats), ``signal_wait_time_ms`` from sys.dm_os_wait_stats, ``elapsed_ms`` is the
+    interval, and ``acquires`` (every acquire, waited or not) from a count of the latch_acquired event.
+
+    - ``waits_per_acquire``: near 1 when the latch is never found free (a convoy);
+    - ``mean_waiters``: tasks waiting on average, wait time over elapsed time (Little's law);
+    - ``handoff_time_share``: signal wait over elapsed time, the share of the interval the latch spent
+      owned but idle while a woken waiter got back onto its CPU (valid when one latch dominates);
+    - ``signal_per_wait_us`` and ``signal_share``: the hand-off per wait, and its share of each wait.
+    """
+    if elapsed_ms <= 0 or waits < 0:
+        raise ValueError(f"elapsed_ms={elapsed_ms} must be > 0 and waits={waits} >= 0")
+    per_wait = (lambda x: x / waits) if waits else (lambda x: math.nan)
+    return {"waits_per_acquire": waits / acquires if acquires else math.nan,
+            "waits_per_s": waits / (elapsed_ms / 1000.0),
+            "avg_wait_ms": per_wait(wait_time_ms),
+            "mean_waiters": wait_time_ms / elapsed_ms,
+            "signal_per_wait_us": 1000.0 * per_wait(signal_wait_time_ms),
+            "signal_share": signal_wait_time_ms / wait_time_ms if wait_time_ms else math.nan,
+            "handoff_time_share": signal_wait_time_ms / elapsed_ms}
+
+
+def signature_of(result: Any, samples: int = 2000) -> dict[str, float]:
+    """:func:`dmv_signature` of one run's own DMV tables, plus how often nobody was waiting.
+
+    ``no_waiter_share`` samples the queue (what sys.dm_os_waiting_tasks would list for the latch) at
+    ``samples`` evenly spaced instants while requests arrive; it needs the run's acquire log.
+    """
+    latch = result.latch_stats.iloc[0]
+    wait = result.wait_stats.set_index("wait_type").loc["LATCH_EX"]
+    sig = dmv_signature(float(latch["waiting_requests_count"]), float(latch["wait_time_ms"]),
+                        float(wait["signal_wait_time_ms"]), float(result.elapsed_ms), float(latch["acquires"]))
+    log = result.acquire_log
+    if log is not None and len(log):
+        t = np.linspace(0.0, float(log["request_ms"].max()), samples)
+        sig["no_waiter_share"] = float(np.mean(queue_length(log, t) == 0))
+    return sig
+
+
+def signature_table(results: Mapping[str, Any]) -> pd.DataFrame:
+    """:func:`signature_of` for several labelled runs, one row each, with readable column names."""
+    names = {"waits_per_acquire": "waits per acquire", "no_waiter_share": "time nobody waits (%)",
+             "mean_waiters": "mean waiters", "avg_wait_ms": "avg wait (ms)",
+             "signal_per_wait_us": "signal wait per wait (µs)", "handoff_time_share": "hand-off share of time (%)"}
+    rows = []
+    for label, res in results.items():
+        sig = signature_of(res)
+        row = {"run": label}
+        for key, title in names.items():
+            value = sig.get(key, math.nan)
+            row[title] = 100.0 * value if title.endswith("(%)") else value
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# (label, source, key, format): the rows of :func:`signature_report`, counters first, then what follows from them.
+_REPORT_ROWS = (
+    ("waiting_requests_count", "dm_os_latch_stats", "waiting_requests_count", "{:,.0f}"),
+    ("wait_time_ms", "dm_os_latch_stats", "wait_time_ms", "{:,.0f}"),
+    ("max_wait_time_ms", "dm_os_latch_stats", "max_wait_time_ms", "{:,.1f}"),
+    ("signal_wait_time_ms", "dm_os_wait_stats", "signal_wait_time_ms", "{:,.1f}"),
+    ("acquires", "latch_acquired events", "acquires", "{:,.0f}"),
+    ("elapsed (ms)", "the interval", "elapsed_ms", "{:,.0f}"),
+    ("waits per acquire", "waits / acquires", "waits_per_acquire", "{:.4f}"),
+    ("time nobody waits (%)", "dm_os_waiting_tasks samples", "no_waiter_share", "{:.1%}"),
+    ("mean waiters", "wait time / elapsed", "mean_waiters", "{:,.1f}"),
+    ("avg wait (ms)", "wait time / waits", "avg_wait_ms", "{:,.1f}"),
+    ("signal wait per wait (µs)", "signal wait / waits", "signal_per_wait_us", "{:,.1f}"),
+    ("signal wait / elapsed (%)", "signal wait / elapsed", "handoff_time_share", "{:.2%}"),
+)
+
+
+def signature_report(results: Mapping[str, Any], samples: int = 2000) -> pd.DataFrame:
+    """The DMV counters of several labelled runs and the convoy signature computed from them, as text.
+
+    One row per counter or derived quantity, one column per run (plus where the number comes from on
+    a real server), formatted for reading: the counters of :func:`dmv_snapshot`, then
+    :func:`signature_of`.
+    """
+    snap = dmv_snapshot(results).set_index("run")
+    cols: dict[str, list[str]] = {"counter": [r[0] for r in _REPORT_ROWS], "from": [r[1] for r in _REPORT_ROWS]}
+    for label, res in results.items():
+        values = {**snap.loc[label].to_dict(), **signature_of(res, samples)}
+        cols[label] = [fmt.format(values[key]).replace("%", " %") for _, _, key, fmt in _REPORT_ROWS]
+    return pd.DataFrame(cols)

@@ -1,0 +1,268 @@
+"""Offline Altair rendering: charts draw with no CDN on the static site and natively in JupyterLab.
+
+Altair's default renderer fetches vega, vega-lite and vega-embed from a CDN,
+which a reader behind a locked-down network never reaches. This module
+registers an Altair renderer named ``"offline"`` with two output forms:
+
+- **site** (the book build sets ``LATCH_BOOK_RENDER=site``): a ``text/html``
+  output holding a ``<div>`` whose id is a hash of the spec (so a re-executed
+  notebook gives byte-identical output) and a small script that calls the
+  global ``vegaEmbed``. The site loads that global once per page from its own
+  vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
+- **notebook** (default): the Vega-Lite JSON mimetype that JupyterLab and
+  VS Code render with their own bundled Vega, plus a plain-text line.
+  JupyterLab ranks ``text/html`` above Vega-Lite, so the notebook form must
+  not carry HTML or the chart would be a script looking for a missing global.
+
+Both forms are pure functions of the spec, with every float rounded to
+:data:`models.book.stored.CHART` significant digits, so nbval's stored outputs
+compare equal on every run and on every CPU (a fitted curve's last digits
+differ between BLAS kernels; a chart cannot show them anyway). Importing
+:mod:`models.book.charts` calls :func:`enable`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import os
+from typing import Any, ContextManager, Iterator
+
+import altair as alt
+import pandas as pd
+
+from models.book.stored import CHART, significant
+
+RENDERER_NAME = "offline"
+ENV_VAR = "LATCH_BOOK_RENDER"
+# JupyterLab 4 and VS Code register Vega-Lite renderers for the v5 mimetype (Altair 6 emits v6 specs,
+# which their Vega-Lite 5 draws: the spec features the book uses exist in both).
+NOTEBOOK_MIMETYPE = "application/vnd.vegalite.v5+json"
+EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
+# Key in a spec's usermeta: {signal name: the text each position of that range input stands for}.  Vega
+# prints a range input's raw value beside it; an explorer over an uneven grid (1, 2, 4, 8) moves over
+# positions, so the site's script prints the value at the position instead.
+SLIDER_VALUES = "sliderValues"
+
+
+def site_build() -> bool:
+    """True while the static site is being built (the Makefile sets LATCH_BOOK_RENDER=site), so outputs target the site."""
+    return os.environ.get(ENV_VAR, "").strip().lower() == "site"
+
+
+def _portable(obj: Any) -> Any:
+    """The spec with floats rounded to CHART significant digits, NaN and infinities as None (JSON null:
+    Vega reads it as missing)."""
+    if isinstance(obj, float):
+        return significant(obj, CHART) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _portable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_portable(v) for v in obj]
+    return obj
+
+
+def _spec_json(spec: dict[str, Any]) -> str:
+    """The spec as canonical JSON (sorted keys), the input of the deterministic div id."""
+    return json.dumps(_portable(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def chart_id(spec: dict[str, Any]) -> str:
+    """A deterministic HTML id for a chart: the same spec always gets the same id."""
+    return "vl-" + hashlib.sha256(_spec_json(spec).encode("utf-8")).hexdigest()[:16]
+
+
+def _script_safe(text: str) -> str:
+    """JSON text made safe inside a <script> element (no '</script>' or HTML comment openers)."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None) -> str:
+    """The static-site HTML for one chart: a div with a hash id and a script calling the page's vegaEmbed."""
+    div_id = chart_id(spec)
+    options = dict(EMBED_OPTIONS, **(embed_options or {}))
+    spec_text = _script_safe(_spec_json(spec))
+    opts_text = _script_safe(json.dumps(options, sort_keys=True, separators=(",", ":")))
+    return (
+        f'<div id="{html.escape(div_id)}" class="latch-chart"></div>\n'
+        "<script>\n"
+        "(function () {\n"
+        "  var me = document.currentScript;\n"
+        "  var el = (me && me.previousElementSibling && me.previousElementSibling.id === "
+        f'"{div_id}") ? me.previousElementSibling : document.getElementById("{div_id}");\n'
+        f"  var spec = {spec_text};\n"
+        f"  var opts = {opts_text};\n"
+        "  var view = null, laidOutAt = 0, resizing = null;\n"
+        "  function draw(room) {\n"
+        "    if (typeof window.vegaEmbed !== 'function') {\n"
+        "      el.textContent = 'This chart needs the book\\'s vega bundle: open it from the built site "
+        "or run the notebook in JupyterLab.';\n"
+        "      return;\n"
+        "    }\n"
+        "    if (view) { view.finalize(); view = null; }\n"
+        "    if (!room) { el.dataset.narrowed = ''; el.dataset.laidOut = ''; laidOutAt = el.clientWidth; }\n"
+        "    window.vegaEmbed(el, room ? narrow(spec, room) : spec, opts).then(function (result) {\n"
+        "      view = result.view;\n"
+        "      showValues(el, spec);\n"
+        "      var svg = el.querySelector('svg');\n"
+        "      var over = svg ? Number(svg.getAttribute('width')) - el.clientWidth : 0;\n"
+        "      var next = room ? room - over - 10 : el.clientWidth - 120;\n"
+        "      if (over > 1 && next >= 120 && (!room || el.dataset.narrowed === '1')) {\n"
+        "        el.dataset.narrowed = room ? '2' : '1';\n"
+        "        draw(next);\n"
+        "      } else {\n"
+        "        el.dataset.laidOut = 'true';  // final layout (the browser tests wait for it)\n"
+        "      }\n"
+        "    }).catch(function (err) {\n"
+        "      el.textContent = 'Chart error: ' + err;\n"
+        "      console.error(err);\n"
+        "    });\n"
+        "  }\n"
+        "  function narrow(spec, room) {\n"
+        "    // The chart laid out again for a narrow column: panels side by side go one above the other, and\n"
+        "    // no panel is wider than room px (a wider page draws it as built; CSS scales what still overflows).\n"
+        "    var out = JSON.parse(JSON.stringify(spec));\n"
+        "    function lines(text, size) {\n"
+        "      var out = [], line = '';\n"
+        "      [].concat(text).join(' ').split(' ').forEach(function (word) {\n"
+        "        if (line && (line + ' ' + word).length * size > room) { out.push(line); line = word; }\n"
+        "        else { line = line ? line + ' ' + word : word; }\n"
+        "      });\n"
+        "      return line ? out.concat([line]) : out;\n"
+        "    }\n"
+        "    (function fit(v) {\n"
+        "      if (v.hconcat) { v.vconcat = v.hconcat; delete v.hconcat; }\n"
+        "      if (v.title && v.title.text) {  // titles and captions wrap to the room (px per character)\n"
+        "        v.title.text = lines(v.title.text, 7.5);\n"
+        "        if (v.title.subtitle) { v.title.subtitle = lines(v.title.subtitle, 6); }\n"
+        "      }\n"
+        "      if (v.mark === 'text' || (v.mark && v.mark.type === 'text')) {  // a text line is cut to the room\n"
+        "        v.mark = Object.assign(typeof v.mark === 'string' ? {type: 'text'} : v.mark, {limit: room});\n"
+        "      }\n"
+        "      ['vconcat', 'concat', 'layer'].forEach(function (k) { (v[k] || []).forEach(fit); });\n"
+        "      if (v.spec) { fit(v.spec); }\n"
+        "      if (typeof v.width === 'number' && v.width > room) { v.width = room; }\n"
+        "    })(out);\n"
+        "    return out;\n"
+        "  }\n"
+        "  function showValues(root, spec) {\n"
+        f"    var texts = (spec.usermeta || {{}})[{json.dumps(SLIDER_VALUES)}] || {{}};\n"
+        "    Object.keys(texts).forEach(function (name) {\n"
+        "      var input = root.querySelector('input[type=range][name=\"' + name + '\"]');\n"
+        "      var out = input && input.nextElementSibling;\n"
+        "      if (!out) { return; }\n"
+        "      function show() { out.textContent = texts[name][Number(input.value)]; }\n"
+        "      input.addEventListener('input', show);\n"
+        "      input.addEventListener('change', show);\n"
+        "      show();\n"
+        "    });\n"
+        "  }\n"
+        "  window.addEventListener('resize', function () {  // a new column width: lay the chart out anew\n"
+        "    clearTimeout(resizing);\n"
+        "    resizing = setTimeout(function () { if (Math.abs(el.clientWidth - laidOutAt) > 1) { draw(0); } }, 150);\n"
+        "  });\n"
+        "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(0); }\n"
+        "  else { window.addEventListener('load', function () { draw(0); }); }\n"
+        "})();\n"
+        "</script>"
+    )
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    """A one-line plain-text stand-in naming the chart (for consoles and text-only viewers)."""
+    title = spec.get("title")
+    if isinstance(title, dict):
+        title = title.get("text")
+    if isinstance(title, list):
+        title = " ".join(str(t) for t in title)
+    return f"<Altair chart{': ' + str(title) if title else ''}>"
+
+
+def _subcharts(chart: Any) -> Iterator[Any]:
+    """The chart and every chart nested in it (layers, concatenations, a facet's inner spec)."""
+    yield chart
+    for attr in ("layer", "hconcat", "vconcat", "concat"):
+        inner = getattr(chart, attr, alt.Undefined)
+        if isinstance(inner, list):
+            for sub in inner:
+                yield from _subcharts(sub)
+    inner = getattr(chart, "spec", alt.Undefined)
+    if isinstance(inner, alt.SchemaBase):
+        yield from _subcharts(inner)
+
+
+def unchecked() -> ContextManager[None]:
+    """Build charts without Altair's schema check on every object (a live panel's redraw; the book's
+    charts are built checked, by the same functions)."""
+    from altair.utils import schemapi
+
+    return schemapi.debug_mode(False)
+
+
+def quick_spec(chart: Any) -> dict[str, Any]:
+    """The chart's Vega-Lite dict in milliseconds, for a live panel that redraws on every control change.
+
+    ``chart.to_dict()`` checks the whole spec against the Vega-Lite schema and walks every data row
+    (0.1 to 0.5 s for a timeline); here each chart's data is set aside as a named top-level dataset
+    before the walk, and the check is skipped: the same chart builders draw the book's checked charts.
+    """
+    datasets: dict[str, Any] = {}
+    swapped = []
+    for sub in _subcharts(chart):
+        data = getattr(sub, "data", alt.Undefined)
+        values = data._kwds.get("values") if isinstance(data, alt.Data) else None
+        if isinstance(data, pd.DataFrame):
+            values = records(data)
+        if isinstance(values, list):
+            name = f"panel-data-{len(datasets)}"
+            datasets[name] = values
+            swapped.append((sub, data))
+            sub.data = alt.Data(name=name)
+    try:
+        with unchecked():
+            spec = chart.to_dict(validate=False)
+    finally:
+        for sub, data in swapped:
+            sub.data = data
+    if datasets:
+        spec["datasets"] = {**spec.get("datasets", {}), **datasets}
+    return spec
+
+
+def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
+    """The mime bundle JupyterLab draws natively (Vega-Lite JSON) for a spec, with a plain-text stand-in."""
+    return {NOTEBOOK_MIMETYPE: spec, "text/plain": _describe(spec)}
+
+
+def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    """The 'offline' Altair renderer: site HTML during the book build, the Vega-Lite mimetype otherwise."""
+    if site_build():
+        return {"text/html": site_html(spec, metadata.get("embed_options")), "text/plain": _describe(spec)}
+    return {NOTEBOOK_MIMETYPE: _portable(spec), "text/plain": _describe(spec)}
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A DataFrame as the JSON rows a spec inlines (no index; NaN as null; floats to 10 digits)."""
+    return json.loads(df.to_json(orient="records", double_precision=10))
+
+
+def _inline_values(data: Any) -> Any:
+    """The book's Altair data transformer: a chart's DataFrame goes into its spec as plain JSON rows.
+
+    A chart keeps its DataFrame until the spec is written, so building and combining charts never copies
+    rows; Altair's default would also cap the rows and name each dataset by a hash of its unrounded values
+    (which differ in the last digits between CPUs, so stored outputs would too).
+    """
+    return {"values": records(data)} if isinstance(data, pd.DataFrame) else data
+
+
+def enable() -> None:
+    """Register and enable the offline renderer and the data transformer (idempotent); call once before
+    displaying charts."""
+    alt.renderers.register(RENDERER_NAME, offline_renderer)
+    alt.renderers.enable(RENDERER_NAME)
+    alt.data_transformers.register(RENDERER_NAME, _inline_values)
+    alt.data_transformers.enable(RENDERER_NAME)
+    alt.data_transformers.consolidate_datasets = False

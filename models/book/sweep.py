@@ -1,0 +1,387 @@
+"""Parameter sweeps behind the static explorers: a grid of replicated runs written to ``book/data``.
+
+A sweep is a scenario, a grid (parameter -> values), fixed overrides and a
+number of replications.  Each grid point runs once per seed (``seed``,
+``seed + 1``, ...; or seeds of its own with ``seeds_per_point``); the stored row holds, for every metric, the mean over the
+seeds and the half-width of its 95% confidence interval (Student t).  A run is
+a pure function of (point, seed), and the means are summed exactly
+(``math.fsum``) in seed order, so the stored table is the same whichever
+executor ran the runs: in this process, on a local process pool (the default)
+or on a Dask distributed cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import importlib
+import itertools
+import math
+import os
+import pkgutil
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import pandas as pd
+
+from models.book.stored import CI_SUFFIX
+from models.files import write_text_atomic
+
+METRICS = ("elapsed_ms", "throughput_per_s", "acquires", "waiting_requests_count", "wait_time_ms",
+           "max_wait_time_ms", "p50_wait_ms", "p99_wait_ms", "mean_wait_ms",
+           "signal_wait_time_ms", "collisions", "spins", "backoffs")
+DATA_DIR = Path(__file__).resolve().parents[2] / "book" / "data"
+FLOAT_FORMAT = "%.6g"  # what the CSV keeps: more than a chart shows, and no CPU's last digits
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A named grid of runs of one scenario, each point replicated over ``replications`` seeds."""
+
+    name: str
+    scenario: str
+    grid: dict[str, list[Any]]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    replications: int = 5
+    doc: str = ""
+    # False: every point runs the same seeds (neighbouring points differ only by their parameters, so a
+    # curve is smooth).  True: each point gets seeds of its own, so the points' errors are independent
+    # (a validation grid, where n points agreeing with a formula should be n independent checks).
+    seeds_per_point: bool = False
+    # What each run is measured by: "latch" (the latch DMVs, METRICS) or "query" (the per-query table of a
+    # workload with memory grants, QUERY_METRICS).
+    measure: str = "latch"
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point as a parameter dict (fixed values included, seed = the first seed)."""
+        keys = list(self.grid)
+        return [dict(self.fixed, **dict(zip(keys, combo)))
+                for combo in itertools.product(*(self.grid[k] for k in keys))]
+
+    def seeds(self, k: int = 0) -> list[int]:
+        """The seeds point ``k`` (in :meth:`points` order) runs with."""
+        first = int(self.fixed.get("seed", 1)) + (k * self.replications if self.seeds_per_point else 0)
+        return list(range(first, first + self.replications))
+
+    def index(self, point: dict[str, Any]) -> int:
+        """The position of ``point`` (matched on the grid's keys) in :meth:`points`."""
+        key = [point[k] for k in self.grid]
+        for k, candidate in enumerate(self.points()):
+            if [candidate[g] for g in self.grid] == key:
+                return k
+        raise ValueError(f"point {key} is not on the grid of sweep {self.name!r}")
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics this sweep stores."""
+        return MEASURES[self.measure][0]
+
+    def columns(self) -> list[str]:
+        """The stored table's columns: the grid, then each metric's mean and CI half-width."""
+        return list(self.grid) + [c for m in self.metric_names() for c in (m, m + CI_SUFFIX)]
+
+
+def metrics(result) -> dict[str, Any]:
+    """The explorer's metric columns for one run."""
+    latch = result.latch_stats.iloc[0]
+    waits = result.wait_stats
+    latch_rows = waits[waits["wait_type"].str.contains("LATCH")]
+    spin = result.spin_stats.iloc[0]
+    return {
+        "elapsed_ms": result.elapsed_ms, "throughput_per_s": result.throughput_per_s,
+        "acquires": int(latch["acquires"]),
+        "waiting_requests_count": int(latch["waiting_requests_count"]),
+        "wait_time_ms": float(latch["wait_time_ms"]),
+        "max_wait_time_ms": float(latch["max_wait_time_ms"]),
+        "p50_wait_ms": float(latch["p50_wait_ms"]), "p99_wait_ms": float(latch["p99_wait_ms"]),
+        "mean_wait_ms": result.mean_wait_ms,
+        "signal_wait_time_ms": float(latch_rows["signal_wait_time_ms"].sum()),
+        "collisions": int(spin["collisions"]), "spins": int(spin["spins"]),
+        "backoffs": int(spin["backoffs"]),
+    }
+
+
+QUERY_METRICS = ("elapsed_ms", "granted", "forced_minimum", "error_8645", "grant_wait_ms", "query_elapsed_ms",
+                 "compressed_rowgroups", "delta_store_rowgroups", "peak_granted_mb")
+
+
+def query_metrics(result) -> dict[str, Any]:
+    """A memory-grant run's metric columns: outcomes counted, mean wait and run time, rowgroups, peak grant."""
+    q = result.queries
+    ran = q[q["outcome"] != "error_8645"]
+    return {
+        "elapsed_ms": result.elapsed_ms,
+        **{o: int((q["outcome"] == o).sum()) for o in ("granted", "forced_minimum", "error_8645")},
+        "grant_wait_ms": float(q["grant_wait_ms"].mean()),
+        "query_elapsed_ms": float(ran["elapsed_ms"].mean()) if len(ran) else 0.0,
+        "compressed_rowgroups": int(q["compressed_rowgroups"].sum()),
+        "delta_store_rowgroups": int(q["delta_store_rowgroups"].sum()),
+        "peak_granted_mb": float(result.extra["grants"]["granted_mb"].max()),
+    }
+
+
+MEASURES: dict[str, tuple[tuple[str, ...], Callable[[Any], dict[str, Any]]]] = {
+    "latch": (METRICS, metrics), "query": (QUERY_METRICS, query_metrics)}
+
+
+def run_one(scenario: str, params: dict[str, Any], measure: str = "latch") -> dict[str, Any]:
+    """One run's metrics (the unit of work an executor ships to a process or a Dask worker)."""
+    import models
+
+    return MEASURES[measure][1](models.run(scenario, **params))
+
+
+@functools.lru_cache(maxsize=None)
+def t95(dof: int) -> float:
+    """The 97.5% quantile of Student's t with ``dof`` degrees of freedom, rounded to 6 decimals.
+
+    Rounded so that the interval does not carry a numerical library's last digits.
+    """
+    from scipy import stats
+
+    if isinstance(dof, bool) or not isinstance(dof, int) or dof < 1:
+        raise ValueError(f"dof={dof!r} is out of range: use 1 or more (two or more replications)")
+    return round(float(stats.t.ppf(0.975, dof)), 6)
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and 95% confidence half-width of ``values`` (half-width 0 for a single value), summed exactly."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, t95(n - 1) * math.sqrt(var / n)
+
+
+def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """The stored table from every run's metrics, in (point, seed) order."""
+    r = sweep.replications
+    rows = []
+    for k, point in enumerate(sweep.points()):
+        row = {key: point[key] for key in sweep.grid}
+        reps = runs[k * r:(k + 1) * r]
+        for m in sweep.metric_names():
+            row[m], row[m + CI_SUFFIX] = mean_ci([float(rep[m]) for rep in reps])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=sweep.columns())
+
+
+def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any], str]]:
+    """Every run of the sweep as (scenario, parameters, measure), point by point, seed by seed."""
+    return [(sweep.scenario, dict(point, seed=seed), sweep.measure)
+            for k, point in enumerate(sweep.points()) for seed in sweep.seeds(k)]
+
+
+DASK_CONNECT_S = 10  # how long a Dask scheduler has to answer before a sweep sent to it is refused
+
+
+def _call(job: tuple[Callable, tuple]) -> Any:
+    fn, args = job
+    return fn(*args)
+
+
+def _ignore_interrupts() -> None:
+    """Pool worker start-up: ignore Ctrl-C, which the parent handles (else every worker prints a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Block Ctrl-C in this thread while it starts worker processes, so each starts with it blocked (a child
+    inherits the mask) instead of dying of it mid-import; one pressed meanwhile arrives when the mask is restored."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows has no signal masks
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _checked_jobs(jobs: int | None) -> int:
+    """The number of processes ``jobs`` asks for (None: every CPU), or a ParameterError naming it."""
+    cpus = os.cpu_count() or 1
+    if jobs is None:
+        return cpus
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= cpus:
+        from models.params import ParameterError
+
+        raise ParameterError(f"jobs={jobs!r} is out of range: use a whole number of processes from 1 to {cpus} "
+                             f"(this machine's CPUs)")
+    return jobs
+
+
+async def _handshake(address: str) -> None:
+    """Connect to ``address`` and exchange Dask's greeting, within DASK_CONNECT_S in all."""
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_S), DASK_CONNECT_S)
+    await comm.close()
+
+
+def _dask_client(address: str) -> Any:
+    """A Dask client connected to the scheduler at ``address``, or a ParameterError naming it and why not.
+
+    The greeting is tried first, on an event loop of its own with a deadline: distributed's Client waits
+    for it without one, so a peer that accepts the connection and stays silent would hang it.
+    """
+    from distributed import Client
+
+    from models.params import ParameterError
+
+    try:
+        with ThreadPoolExecutor(1) as probe:  # a thread: the caller may be running an event loop (Jupyter)
+            probe.submit(asyncio.run, _handshake(address)).result()
+        client = Client(address, timeout=DASK_CONNECT_S)
+    except ValueError:
+        raise ParameterError(f"dask={address!r} is not an address: use tcp://HOST:PORT") from None
+    except TypeError:  # tls:// without certificates, or ucx://, which this distributed no longer has
+        raise ParameterError(f"dask={address!r} uses a protocol a sweep cannot connect with: "
+                             f"use tcp://HOST:PORT") from None
+    except (OSError, TimeoutError):
+        raise ParameterError(f"dask={address!r} is unreachable: no Dask scheduler answered within "
+                             f"{DASK_CONNECT_S} s") from None
+    except Exception as err:  # a peer that answers, but not as Dask does (SSH, HTTP, stray bytes)
+        raise ParameterError(f"dask={address!r} answered, but not as a Dask scheduler ({type(err).__name__}): "
+                             "use the scheduler's tcp://HOST:PORT") from None
+    if not client.scheduler_info().get("workers"):  # runs sent there would wait for ever
+        client.close()
+        raise ParameterError(f"dask={address!r} has no workers: start `dask worker {address}` on the machines "
+                             "that should run the sweep")
+    return client
+
+
+def _run_on_dask(client: Any, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:
+    """Fill ``results`` through the Dask ``client``, then close it; on any error or Ctrl-C cancel what is left."""
+    from distributed import as_completed as dask_completed
+
+    futures: list[Any] = []
+    try:
+        futures = client.map(_call, [(fn, args) for args in arglist], pure=False)
+        index = {f.key: k for k, f in enumerate(futures)}
+        for future in dask_completed(futures):
+            results[index[future.key]] = future.result()
+            bar.update()
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        client.close()
+
+
+def _run_on_pool(workers: int, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:
+    """Fill ``results`` on ``workers`` local processes; on any error or Ctrl-C cancel the rest and stop them."""
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                             initializer=_ignore_interrupts) as pool:
+        try:
+            futures = {}
+            for k, args in enumerate(arglist):  # the pool starts a process with each of the first runs submitted
+                with _interrupts_held() if k < workers else contextlib.nullcontext():
+                    futures[pool.submit(fn, *args)] = k
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update()
+        except BaseException:
+            # Workers ignore Ctrl-C and would finish their runs first: stop them (as Python 3.14's
+            # ProcessPoolExecutor.terminate_workers does), after cancelling every run not started.
+            processes = list((pool._processes or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join()
+            raise
+
+
+def run_all(fn: Callable[..., Any], arglist: list[tuple], *, jobs: int | None = None, dask: str | None = None,
+            label: str = "runs", progress: bool = True) -> list[Any]:
+    """``[fn(*args) for args in arglist]``, in that order, run on ``jobs`` processes or a Dask cluster.
+
+    ``jobs=1`` runs here, in order; ``jobs=None`` uses every CPU, and more
+    than that is refused.  ``dask`` is the address of a running Dask
+    scheduler (``tcp://host:8786``) whose workers can import this package; one
+    that does not answer within ``DASK_CONNECT_S`` is refused.  A tqdm bar
+    counts finished runs.  Ctrl-C (or a failed run) cancels the runs not yet
+    finished before the exception goes on.
+    """
+    from tqdm import tqdm
+
+    workers = _checked_jobs(jobs)
+    client = None if dask is None else _dask_client(dask)  # refused before the bar is drawn
+    results: list[Any] = [None] * len(arglist)
+    with tqdm(total=len(arglist), desc=label, unit="run", disable=not progress, file=sys.stderr) as bar:
+        if client is not None:
+            _run_on_dask(client, fn, arglist, results, bar)
+        elif workers == 1 or len(arglist) < 2:
+            for k, args in enumerate(arglist):
+                results[k] = fn(*args)
+                bar.update()
+        else:
+            _run_on_pool(workers, fn, arglist, results, bar)
+    return results
+
+
+def run_sweep(sweep: Sweep, *, jobs: int | None = None, dask: str | None = None,
+              progress: bool = True) -> pd.DataFrame:
+    """Run every replication of every grid point and return the stored table."""
+    runs = run_all(run_one, tasks(sweep), jobs=jobs, dask=dask, label=sweep.name, progress=progress)
+    return summarise(sweep, runs)
+
+
+def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
+    """One grid point's row (grid values, then each metric's mean and CI), its seeds run here."""
+    runs = [run_one(sweep.scenario, dict(point, seed=seed), sweep.measure) for seed in sweep.seeds(sweep.index(point))]
+    return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
+
+
+def _modules() -> dict[str, Any]:
+    """Every module under ``models/book/sweeps`` that defines a SWEEP, by sweep name."""
+    from models.book import sweeps as package
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"models.book.sweeps.{info.name}")
+        if isinstance(getattr(module, "SWEEP", None), Sweep):
+            found[module.SWEEP.name] = module
+    return found
+
+
+def sweeps() -> dict[str, Sweep]:
+    """Every sweep defined under ``models/book/sweeps``."""
+    return {name: module.SWEEP for name, module in _modules().items()}
+
+
+def write_table(table: pd.DataFrame, path: Path) -> Path:
+    """Write a sweep table as the book stores it (6 significant digits), whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, table.to_csv(index=False, float_format=FLOAT_FORMAT))
+
+
+def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None, dask: str | None = None,
+                progress: bool = True) -> list[Path]:
+    """Run the sweep called ``name``, write ``out_dir/NAME.csv`` and any extra tables its module makes.
+
+    A sweep module may define ``write_extra(out_dir, run) -> list[Path]`` for
+    data that is not a grid of points; ``run`` is :func:`run_all` bound to the
+    same executor.
+    """
+    modules = _modules()
+    known = {n: m.SWEEP for n, m in modules.items()}
+    if name not in known:
+        from models.params import ParameterError
+
+        raise ParameterError(f"sweep={name!r} is unknown: use one of {', '.join(sorted(known)) or '(none)'}")
+    paths = [write_table(run_sweep(known[name], jobs=jobs, dask=dask, progress=progress), out_dir / f"{name}.csv")]
+    extra = getattr(modules[name], "write_extra", None)
+    if extra is not None:
+        def run(fn: Callable[..., Any], arglist: Iterable[tuple], label: str) -> list[Any]:
+            return run_all(fn, list(arglist), jobs=jobs, dask=dask, label=label, progress=progress)
+        paths += extra(out_dir, run)
+    return paths

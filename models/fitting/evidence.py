@@ -1,0 +1,329 @@
+"""What the fit reads off a snapshot, shared by every scenario's diagnosis rule and estimator.
+
+The helpers here turn a capture's counts into the rates the queueing
+relations need (a latch class's waits, hand-off and visit rate; the
+settings; the closed repairman's hold and think), and name what is missing
+or contradictory as a :class:`FitError`.  :class:`Clue` is what a scenario's
+diagnosis rule reads; :class:`Refusal` is how a rule says the pattern is its
+family's but no model here covers it.  Nothing here names a scenario.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.fitting.snapshot import BATCHES, LATCH_SPINS, Snapshot
+from models.params import ParameterError
+
+
+@dataclass(frozen=True)
+class Clue:
+    """What a diagnosis rule reads: the capture, its top wait and, for a latch wait, the family and top class.
+
+    ``latch_class`` is the non-buffer class with the most wait time (None when
+    sys.dm_os_latch_stats names none); ``lead`` is the sentence that opens
+    every diagnosis's evidence.
+    """
+
+    snap: Snapshot
+    top_wait: str
+    family: str | None
+    latch_class: str | None
+    lead: str
+
+
+def acquires_and_batches(clue: Clue) -> tuple[float, float]:
+    """The top class's latch_acquired count (0: not captured) and the Batch Requests over the interval."""
+    snap, cls = clue.snap, clue.latch_class
+    acquires = snap.get("xevent", cls) if cls is not None and snap.has("xevent", cls) else 0.0
+    return acquires, snap.get("counter", BATCHES)
+
+
+class Refusal(Exception):
+    """A rule's word that the capture is its family's pattern but no model here covers it (with the evidence why)."""
+
+    def __init__(self, evidence: list[str]) -> None:
+        super().__init__("; ".join(evidence))
+        self.evidence = evidence
+
+
+MISSING = "not in the capture: "  # how a setting the capture lacks says so (the fit then lists it as assumed)
+
+
+class FitError(ParameterError):
+    """A snapshot that names a contention but whose counts its model cannot fit: missing, contradictory or beyond it."""
+
+    kind = "cannot fit"
+
+
+def latch_family(wait_type: str) -> str | None:
+    """LATCH or PAGELATCH for a latch wait type (PAGEIOLATCH is I/O: not a latch problem)."""
+    m = re.fullmatch(r"(PAGELATCH|LATCH)_(KP|SH|UP|EX|DT)", wait_type)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class LatchObs:
+    """A latch class's rates over the interval (times in microseconds)."""
+
+    waits: float          # waits (sys.dm_os_latch_stats waiting_requests_count)
+    wait_us: float        # their total time
+    handoff_us: float     # signal wait per wait: wake-up plus the switch to the waiter
+    acquires: float | None  # from the extended events, when captured
+    spins: float          # collisions in LATCH_SPIN_STATS
+    spin_count: float = 0.0  # its spins
+    spin_rounds: float = 0.0  # collisions plus back-offs: the spin rounds
+
+
+def latch_obs(snap: Snapshot, cls: str, family: str) -> LatchObs:
+    """The class's waits and time, its share of the family's signal wait, and its acquires if captured."""
+    waits, wait_ms = snap.get("latch", cls), snap.get("latch", cls, "time_ms")
+    rows = snap.table("wait")
+    rows = rows[rows["name"].str.fullmatch(rf"{family}_(KP|SH|UP|EX|DT)")]
+    count, signal = rows["count"].sum(), rows["signal_time_ms"].fillna(0).sum()
+    acquires = snap.get("xevent", cls) if snap.has("xevent", cls) else None
+    collisions = snap.get("spinlock", LATCH_SPINS)
+    return LatchObs(waits, wait_ms * 1000.0, signal * 1000.0 / count if count else 0.0, acquires, collisions,
+                    snap.get("spinlock", LATCH_SPINS, "spins"),
+                    collisions + snap.get("spinlock", LATCH_SPINS, "backoffs"))
+
+
+def handoff(fitted: dict, assumed: dict, obs: LatchObs, switch_us: float, shared: bool = False) -> None:
+    """The wake-up from the signal wait per wait, less the scenario's context switch ``switch_us`` (their split is assumed).
+
+    The signal wait runs from a release to the next owner running: the
+    waiter's wake-up plus the switch to it.  With ``shared`` schedulers (more
+    sessions than schedulers, or a co-tenant) it also holds the time a woken
+    waiter queues for its CPU, which the model produces by itself: then the
+    wake-up keeps the book's calibrated value.
+    """
+    if shared:
+        assumed["wakeup_us"] = SHARED_HANDOFF
+        return
+    switch = switch_us
+    fitted["wakeup_us"] = (obs.handoff_us - switch, "us",
+                           f"signal wait per wait {obs.handoff_us:.1f} us ({obs.waits:,.0f} waits) is the hand-off: "
+                           f"the wake-up plus the {switch:g} us switch to the waiter")
+    assumed["context_switch_us"] = ("how the hand-off splits into the wake-up and the switch to the waiter",
+                                    "a trace of Windows context switches (ETW)")
+
+
+SHARED_HANDOFF = ("the signal wait also holds time spent queued for a busy scheduler, so the wake-up is not "
+                  "told apart from it", "a snapshot with no more sessions than schedulers")
+
+
+def shared_schedulers(sessions: int, schedulers: int) -> bool:
+    """Whether woken sessions may queue for a scheduler (more of them than schedulers)."""
+    return sessions > schedulers
+
+
+def latch_policy(obs: LatchObs, cls: str) -> tuple[str, str]:
+    """Fair, as SQL Server's latches queue, except a NESTING_TRANSACTION_FULL latch that spins more than it waits.
+
+    Trace flag 3933 makes only the nesting-transaction latches unfair (White,
+    2022); LATCH_SPIN_STATS counts every latch's spinning, so it says
+    something of this class only when the class's waits all but vanish.
+    """
+    if cls == "NESTING_TRANSACTION_FULL" and obs.spins > obs.waits:
+        return "unfair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
+                          "requesters spin and barge (trace flag 3933)")
+    if cls == "NESTING_TRANSACTION_FULL":
+        return "fair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
+                        "waiters queue (no trace flag 3933)")
+    return "fair", "SQL Server's latches queue their waiters first come, first served"
+
+
+def spin_fit(obs: LatchObs) -> dict[str, tuple[float, str, str]]:
+    """Spins per spin round, for a latch that spins: each collision spins a round, and one more after each back-off."""
+    if obs.spins <= obs.waits or obs.spin_rounds <= 0:
+        return {}
+    return {"spins_per_round": (obs.spin_count / obs.spin_rounds, "",
+                                f"{obs.spin_count:,.0f} spins over {obs.spins:,.0f} collisions and "
+                                f"{obs.spin_rounds - obs.spins:,.0f} back-offs (one spin round each)")}
+
+
+def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: float,
+                     handoff_us: float) -> tuple[float, float]:
+    """Hold and think (us) of the machine-repairman that matches a closed latch's rates.
+
+    ``customers`` workers each go round a cycle of ``cycle_us`` (customers /
+    throughput): think, wait ``wait_us`` on average, hold.  Little's law
+    gives think = cycle - wait - hold; the arrival theorem says a request
+    finds the latch owned with the probability the other customers - 1 keep
+    it owned, which exact MVA gives for each hold.  The hold that makes it
+    ``p_wait`` is found by bisection (the chance grows with the hold).
+    """
+    from models.analytic import mva_repairman  # scipy, which analytic needs, is loaded only when a fit runs
+
+    if customers < 2 or p_wait <= 0:
+        raise FitError(f"{customers} worker(s) and {p_wait:.1%} of acquires waiting: a latch nobody waits for "
+                       "shows nothing of its hold; capture while the contention is on")
+    top = cycle_us - wait_us
+    saturated = cycle_us / customers - handoff_us * min(p_wait, 1.0)  # the latch owned all the time
+    if saturated <= 0:
+        raise FitError(f"{p_wait:.1%} of acquires waited {handoff_us:,.1f} us of hand-off each, more than the "
+                       f"{cycle_us / customers:,.1f} us between acquires ({customers} workers): the hand-offs alone "
+                       "exceed the time there was, so the signal wait or the acquire count is wrong")
+    if top <= 0:
+        # The workers waited as long as they went round (waits counted as they end may have begun before the
+        # interval): the latch was saturated, its hold the busy-time bound, and the think time below 0 says so.
+        return saturated, top - saturated
+
+    def owned(hold: float) -> float:
+        think = max(cycle_us - wait_us - hold, 0.0)
+        m = mva_repairman(customers - 1, think, hold + handoff_us * p_wait)
+        return float(m.utilisation[-1])
+
+    # The latch cannot be owned more than all the time: hold + hand-off x p_wait <= cycle / customers.
+    low, high = 1e-9 * top, min(top, saturated)
+    if owned(high) < p_wait or owned(low) >= p_wait:
+        # Saturated: even the bound leaves requests waiting, or the hand-offs alone keep the latch owned as often
+        # as requests found it so. The latch is then owned all the time, and the bound is the hold.
+        return high, cycle_us - wait_us - high
+    for _ in range(100):
+        mid = 0.5 * (low + high)
+        if owned(mid) < p_wait:
+            low = mid
+        else:
+            high = mid
+    hold = 0.5 * (low + high)
+    return hold, cycle_us - wait_us - hold
+
+
+def repairman_service(customers: int, cycle_us: float, response_us: float) -> tuple[float, float]:
+    """Service and think (us) of the repairman whose response per visit is ``response_us`` (queue and service).
+
+    Think = cycle - response (Little's law); the service is where exact MVA's
+    response for ``customers`` equals the observed one (bisection: it grows
+    with the service).
+    """
+    from models.analytic import mva_repairman  # scipy, which analytic needs, is loaded only when a fit runs
+
+    think = max(cycle_us - response_us, 0.0)
+    low, high = 0.0, response_us
+    for _ in range(100):
+        mid = 0.5 * (low + high)
+        r = float(mva_repairman(customers, think, max(mid, 1e-12)).response_time[-1])
+        if r < response_us:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high), think
+
+
+@dataclass
+class Point:
+    """One scenario's estimates from one snapshot, before their spread is known."""
+
+    fitted: dict[str, tuple[float, str, str]]     # name -> (value, unit, how)
+    settings: dict[str, tuple[Any, str]]          # name -> (value, how)
+    assumed: dict[str, tuple[str, str]]           # name -> (why undetermined, what would determine it)
+    rate_per_s: float                             # visits per second, for sizing model runs
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)  # ranges a fit knows without replicates
+
+
+def setting(snap: Snapshot, name: str, fallback: Any, what: str) -> tuple[Any, str]:
+    value = snap.setting(name)
+    if value is None:
+        return fallback, f"{MISSING}no {name} setting, so {what} {fallback!r}"
+    return value, f"the capture's {name} setting"
+
+
+def need(value: float | None, what: str) -> float:
+    if value is None or not value > 0:
+        raise FitError(what)
+    return float(value)
+
+
+def visit_rate(snap: Snapshot, cls: str, obs: LatchObs, per_visit: float = 1.0,
+                counter: str | None = None) -> tuple[float, str]:
+    """Visits to the latch per second: the extended events' acquires, else a performance counter."""
+    if obs.acquires:
+        return obs.acquires / snap.interval_s, f"{obs.acquires:,.0f} latch_acquired events for {cls}"
+    if counter and snap.get("counter", counter) > 0:
+        n = snap.get("counter", counter) * per_visit
+        return n / snap.interval_s, f"{snap.get('counter', counter):,.0f} {counter} (no latch_acquired events)"
+    raise FitError(f"the snapshot has no latch_acquired count for {cls}"
+                   + (f" and no {counter} counter" if counter else "")
+                   + ": capture with the extended-events session (@xevents = 1) so the fit knows the acquire rate")
+
+
+def schedulers(snap: Snapshot) -> tuple[int, str]:
+    return setting(snap, "schedulers", 8, "schedulers")
+
+
+def cpu_ms(snap: Snapshot) -> float:
+    return float(snap.table("scheduler")["time_ms"].fillna(0).sum())
+
+
+def top_class(snap: Snapshot) -> str:
+    """The non-buffer latch class with the most wait time, or FitError when sys.dm_os_latch_stats has none."""
+    latches = snap.table("latch")
+    latches = latches[(latches["name"] != "BUFFER") & (latches["count"].fillna(0) > 0)]
+    if latches.empty:
+        raise FitError("no latch row other than BUFFER has waits (count above 0): the latch model needs "
+                       "sys.dm_os_latch_stats rows for the class that waits")
+    return str(latches.sort_values("time_ms", ascending=False).iloc[0]["name"])
+
+
+def waited_share(found: float, visits: float, what: str, visits_how: str) -> float:
+    """``found / visits``: the share of visits that found the latch owned, or FitError when it is 0 or above 1."""
+    if found <= 0:
+        raise FitError(f"{what}: no acquire found the latch owned over the interval (0 waits or spins): a latch "
+                       "nobody waits for shows nothing of its hold; capture while the contention is on")
+    if found > visits * (1.0 + 1e-9) + 0.5:  # every visit may find it owned (a saturated latch), not more
+        raise FitError(f"{what}: {found:,.0f} acquires found the latch owned but {visits_how} gives only "
+                       f"{visits:,.0f} acquires; one of the two counts is wrong (lost events, or another workload's "
+                       "counters)")
+    return min(found / visits, 1.0)
+
+
+def check_wait_budget(what: str, wait_us: float, customers: int, interval_s: float, longest_ms: float) -> None:
+    """FitError when ``customers`` sessions could not have waited ``wait_us`` in the interval.
+
+    A wait's time is counted when it ends, so a wait that ended in the interval may have begun before it: each
+    session waits at most the interval plus the longest wait (``longest_ms``, the DMV's max_wait_time_ms).
+    """
+    budget_us = customers * (interval_s * 1e6 + longest_ms * 1000.0)
+    if wait_us > budget_us:
+        raise FitError(f"{what}: {wait_us / 1000.0:,.0f} ms of waiting in {interval_s:g} s, but {customers} sessions "
+                       f"can wait at most {budget_us / 1000.0:,.0f} ms (the interval plus the longest wait, "
+                       f"{longest_ms:,.0f} ms, each): the sessions setting or the wait time is wrong")
+
+
+def closed_latch_core(snap: Snapshot, cls: str, customers: int,
+                       per_visit_counter: tuple[str | None, float] = (None, 1.0), unfair: bool = False):
+    """The closed repairman's hold and think per visit for ``cls``, and the rates behind them.
+
+    A fair latch's requests that found it owned are its waits; an unfair one's are its spin collisions
+    (they spin instead of waiting, and nothing is handed off).
+    """
+    obs = latch_obs(snap, cls, "LATCH")
+    counter, per_visit = per_visit_counter
+    x, rate_how = visit_rate(snap, cls, obs, per_visit, counter)
+    visits = x * snap.interval_s
+    found = obs.spins if unfair else obs.waits
+    p = waited_share(found, visits, f"latch {cls}", rate_how)
+    check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s,
+                       snap.get("latch", cls, "max_time_ms"))
+    wait = obs.wait_us / visits
+    hold, think = closed_repairman(customers, customers / x * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
+    how = (f"{customers} workers at {x:,.0f} acquires/s go round a cycle of {customers / x * 1e6:,.1f} us with "
+           f"{wait:,.2f} us of latch wait per acquire and {p:.1%} of acquires finding the latch owned "
+           f"({'spin collisions' if unfair else 'waits'}): exact MVA's repairman (arrival theorem) gives this hold, "
+           "Little's law the rest of the cycle")
+    return obs, x, rate_how, hold, think, how
+
+
+def dop(snap: Snapshot, schedulers: int) -> tuple[int, str]:
+    """The degree of parallelism the queries ran at: the requests' own, else the server's MAXDOP setting."""
+    if (snap.setting("request_dop") or 0) > 0:
+        return snap.setting("request_dop"), "the largest dop of the requests seen at the two reads"
+    if snap.setting("maxdop") is None:
+        return schedulers, f"{MISSING}no maxdop setting, so {schedulers} (the schedulers)"
+    if snap.setting("maxdop") == 0:
+        return schedulers, "the server's maxdop 0: as many workers as schedulers"
+    return snap.setting("maxdop"), ("the server's maxdop setting (a query hint or a database-scoped MAXDOP "
+                                    "would differ: capture request_dop)")

@@ -1,0 +1,354 @@
+"""From a DMV snapshot to the scenario that explains it, its parameters with an uncertainty each, and the evidence.
+
+:func:`diagnose` names the dominant contention from the wait and latch
+statistics, asking each scenario's diagnosis rule in turn; :func:`fit` chooses the scenario, estimates its parameters with the
+scenario's own estimator (each scenario module gives its queueing relations:
+Little's law, the arrival theorem, exact MVA), and measures how far those
+estimates move: it writes :data:`REPLICATES` snapshots of the fitted model
+with other seeds, fits each again, and scales their spread to the captured
+interval.  Parameters the snapshot cannot determine keep the scenario's
+values and are listed, with the measurement that would determine them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import models
+from models.figures import FITTED, significant
+from models.fitting.capture import from_model
+from models.fitting.evidence import MISSING, Clue, FitError, Point, Refusal, latch_family
+from models.fitting.snapshot import INTERVAL_S, Snapshot
+from models.params import ParameterError, shown
+from models.scenarios.base import Scenario
+
+REPLICATES = 6          # fitted-model snapshots whose refits give each estimate's spread
+MIN_REPLICATES = 2      # the fewest that give a spread (one refit has no standard deviation)
+MIN_WAIT_SHARE = 0.01   # the top wait must hold at least this share of the schedulers' time to be the problem
+TARGET_VISITS = 20_000  # latch acquires (or calls) a replicate's window holds, when the interval holds more
+SPREAD = 2.0            # low and high are the estimate -/+ this many standard deviations
+
+# Waits that are idle time, not work waiting (the usual filter of wait-statistics scripts).
+BENIGN = frozenset("""
+BROKER_EVENTHANDLER BROKER_RECEIVE_WAITFOR BROKER_TASK_STOP BROKER_TO_FLUSH BROKER_TRANSMITTER CHECKPOINT_QUEUE
+CHKPT CLR_AUTO_EVENT CLR_MANUAL_EVENT CLR_SEMAPHORE DBMIRROR_DBM_EVENT DBMIRROR_EVENTS_QUEUE DBMIRROR_WORKER_QUEUE
+DBMIRRORING_CMD DIRTY_PAGE_POLL DISPATCHER_QUEUE_SEMAPHORE EXECSYNC FSAGENT FT_IFTS_SCHEDULER_IDLE_WAIT
+FT_IFTSHC_MUTEX HADR_CLUSAPI_CALL HADR_FILESTREAM_IOMGR_IOCOMPLETION HADR_LOGCAPTURE_WAIT
+HADR_NOTIFICATION_DEQUEUE HADR_TIMER_TASK HADR_WORK_QUEUE KSOURCE_WAKEUP LAZYWRITER_SLEEP LOGMGR_QUEUE
+MEMORY_ALLOCATION_EXT_IDLE ONDEMAND_TASK_QUEUE PARALLEL_REDO_DRAIN_WORKER PARALLEL_REDO_LOG_CACHE
+PARALLEL_REDO_TRAN_LIST PARALLEL_REDO_WORKER_SYNC PARALLEL_REDO_WORKER_WAIT_WORK PREEMPTIVE_XE_GETTARGETSTATE
+PWAIT_ALL_COMPONENTS_INITIALIZED PWAIT_DIRECTLOGCONSUMER_GETNEXT QDS_ASYNC_QUEUE
+QDS_CLEANUP_STALE_QUERIES_TASK_MAIN_LOOP_SLEEP QDS_PERSIST_TASK_MAIN_LOOP_SLEEP QDS_SHUTDOWN_QUEUE
+REDO_THREAD_PENDING_WORK REQUEST_FOR_DEADLOCK_SEARCH RESOURCE_QUEUE SERVER_IDLE_CHECK SLEEP_BPOOL_FLUSH
+SLEEP_DBSTARTUP SLEEP_DCOMSTARTUP SLEEP_MASTERDBREADY SLEEP_MASTERMDREADY SLEEP_MASTERUPGRADED SLEEP_MSDBSTARTUP
+SLEEP_SYSTEMTASK SLEEP_TASK SLEEP_TEMPDBSTARTUP SNI_HTTP_ACCEPT SOS_WORK_DISPATCHER SP_SERVER_DIAGNOSTICS_SLEEP
+SQLTRACE_BUFFER_FLUSH SQLTRACE_INCREMENTAL_FLUSH_SLEEP SQLTRACE_WAIT_ENTRIES UCS_SESSION_REGISTRATION
+VDI_CLIENT_OTHER WAIT_FOR_RESULTS WAIT_XTP_CKPT_CLOSE WAIT_XTP_HOST_WAIT WAIT_XTP_OFFLINE_CKPT_NEW_LOG
+WAIT_XTP_RECOVERY WAITFOR WAITFOR_TASKSHUTDOWN XE_DISPATCHER_JOIN XE_DISPATCHER_WAIT XE_LIVE_TARGET_TVF
+XE_TIMER_EVENT CXCONSUMER SOS_SCHEDULER_YIELD
+""".split())
+
+# SOS_SCHEDULER_YIELD and CXCONSUMER are left out of the ranking: they are CPU queueing and a
+# parallel query's coordinator waiting for its workers, the shape of the work rather than a resource.
+NOT_A_LATCH = "not a latch problem: look elsewhere"
+
+
+def diagnoses() -> dict[str, tuple[str, str]]:
+    """What each diagnosis looks like in the counters and the model that explains it, in the order they are tried."""
+    table: dict[str, tuple[str, str]] = {}
+    for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
+        rule = spec.diagnosis
+        looks, names = table.get(rule.label, (rule.looks_like, ""))
+        table[rule.label] = (looks, f"{names} or {spec.name}" if names else spec.name)
+    table[NOT_A_LATCH] = ("any other top wait, or none", "none")
+    return table
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The dominant contention, the scenario that models it, and why."""
+
+    name: str               # NESTING_TRANSACTION_FULL, PAGELATCH, ..., or NOT_A_LATCH
+    scenario: str | None
+    evidence: list[str]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One parameter of the fitted model: its value, a range, and where it comes from."""
+
+    estimate: Any
+    low: Any
+    high: Any
+    unit: str
+    basis: str  # "fitted" (from the snapshot's rates), "read" (from its settings and counters) or "assumed"
+    how: str
+    clipped: str = ""  # "low" or "high": the relation gave a value beyond the model's range, held at that bound
+
+
+@dataclass
+class Fit:
+    """A fitted snapshot: diagnosis, scenario, parameters, evidence and what stays undetermined."""
+
+    diagnosis: Diagnosis
+    scenario: str | None
+    params: dict[str, Estimate]
+    undetermined: list[dict[str, str]]
+    interval_s: float
+    rate_per_s: float           # the visits (acquires, calls) per second the fit used for sizing model runs
+    replicates: list[dict[str, Any]] = field(default_factory=list)  # the refitted parameters of each replicate
+    scale: float = 1.0          # the replicates' spread times this is the capture's: sqrt(window / interval)
+
+    @property
+    def evidence(self) -> list[str]:
+        """Everything the diagnosis and the estimates rest on, as sentences."""
+        return list(self.diagnosis.evidence) + [f"{name}: {e.how}" for name, e in self.params.items()
+                                                 if e.basis != "assumed"]
+
+    def model_params(self, which: str = "estimate") -> dict[str, Any]:
+        """The fitted model's parameters (estimates, or each one's low or high end) for models.run."""
+        return {name: getattr(e, which) for name, e in self.params.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fit as plain data: scenario, params (estimate, low, high), evidence, undetermined."""
+        return {
+            "diagnosis": self.diagnosis.name,
+            "scenario": self.scenario,
+            "params": {name: {"estimate": _plain(e.estimate), "low": _plain(e.low), "high": _plain(e.high),
+                              "unit": e.unit, "basis": e.basis, "how": e.how, "clipped": e.clipped or None}
+                       for name, e in self.params.items()},
+            "evidence": self.evidence,
+            "undetermined": self.undetermined,
+            "interval_s": self.interval_s,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The fit as a JSON document."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+def _plain(x: Any) -> Any:
+    """A value as JSON shows it: numbers to FITTED significant digits (a fit is no more exact than that)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    return significant(x, FITTED)
+
+
+# ----------------------------------------------------------------------------- diagnosis
+
+
+def _waits(snap: Snapshot):
+    """The wait rows that are work waiting, by wait time, largest first."""
+    w = snap.table("wait")
+    w = w[~w["name"].isin(BENIGN) & (w["time_ms"].fillna(0) > 0)]
+    return w.sort_values("time_ms", ascending=False).reset_index(drop=True)
+
+
+def _top_latch_class(snap: Snapshot) -> tuple[str | None, str]:
+    """The non-buffer latch class with the most wait time (None if none is named), and the sentence saying its share."""
+    latches = snap.table("latch")
+    named = latches[~latches["name"].isin(["BUFFER"])].sort_values("time_ms", ascending=False)
+    if named.empty:
+        return None, ""
+    cls = named.iloc[0]["name"]
+    cls_share = named.iloc[0]["time_ms"] / max(latches["time_ms"].sum(), 1e-12)
+    return cls, f"{cls} holds {cls_share:.0%} of the non-buffer latch wait time in sys.dm_os_latch_stats"
+
+
+def diagnose(snap: Snapshot) -> Diagnosis:
+    """The dominant contention: the top wait that is work waiting, and the first scenario whose rule claims it.
+
+    Each scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in
+    rank order; a rule that recognises its family's pattern but has no model
+    for it refuses, and the capture is then not a latch problem of this book.
+    """
+    waits = _waits(snap)
+    per_s = 1.0 / snap.interval_s
+    if waits.empty:
+        return Diagnosis(NOT_A_LATCH, None, ["no wait other than idle ones, CPU queueing (SOS_SCHEDULER_YIELD) "
+                                             "and parallel coordination (CXCONSUMER) took any time"])
+    top = waits.iloc[0]
+    total = waits["time_ms"].sum()
+    share = top["time_ms"] / total
+    lead = (f"{top['name']} is the top wait: {top['time_ms'] * per_s:,.1f} ms of waiting per second "
+            f"({share:.0%} of the ranked wait time), {top['count'] * per_s:,.1f} waits per second")
+    schedulers = snap.setting("schedulers") or max(len(snap.table("scheduler")), 1)
+    floor = MIN_WAIT_SHARE * schedulers * 1000.0  # ms of waiting per second
+    if top["time_ms"] * per_s < floor:
+        return Diagnosis(NOT_A_LATCH, None, [lead, f"that is less than {MIN_WAIT_SHARE:.0%} of the {schedulers} "
+                                                   f"schedulers' time ({floor:,.0f} ms per second): nothing here "
+                                                   "waits enough to be the problem"])
+    family = latch_family(top["name"])
+    cls, cls_line = _top_latch_class(snap) if family == "LATCH" else (None, "")
+    clue = Clue(snap=snap, top_wait=str(top["name"]), family=family, latch_class=cls, lead=lead)
+    evidence = [lead] + ([cls_line] if cls_line else [])
+    for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
+        try:
+            found = spec.diagnosis.claims(clue)
+        except Refusal as refusal:
+            return Diagnosis(NOT_A_LATCH, None, evidence + refusal.evidence)
+        if found is not None:
+            return Diagnosis(spec.diagnosis.label, spec.name, evidence + found)
+    others = ", ".join(waits["name"].head(3))
+    return Diagnosis(NOT_A_LATCH, None, [lead, f"the top waits ({others}) are not latch or memory-grant "
+                                               "waits, so no model here explains them"])
+
+
+# ----------------------------------------------------------------------------- sizing model runs
+
+
+def sized(spec: Scenario, params: dict[str, Any], rate_per_s: float, seconds: float) -> dict[str, Any]:
+    """``params`` with the workload's size set so a run at ``rate_per_s`` visits lasts at least ``seconds``."""
+    visits = max(int(math.ceil(rate_per_s * seconds)), 1)
+    return dict(params, **spec.size_run(dict(spec.defaults(), **params), visits, seconds))
+
+
+def replicate_window(point: Point, interval_s: float, spec: Scenario) -> tuple[float, float]:
+    """(warm-up, window) in seconds of a replicate snapshot: about TARGET_VISITS visits, at most the interval.
+
+    A model that draws nothing at random is run over the whole interval, with no warm-up.
+    """
+    if not spec.replicated:
+        return 0.0, interval_s
+    window = max(min(interval_s, TARGET_VISITS / max(point.rate_per_s, 1e-9)), INTERVAL_S[0])
+    return 0.1 * window, window
+
+
+# ----------------------------------------------------------------------------- the fit
+
+
+def _estimates(spec: Scenario, point: Point) -> tuple[dict[str, Any], dict[str, str]]:
+    """A Point's values as a parameter dict, and which fitted values were held at a bound of the model's range.
+
+    A setting the model cannot run (more sessions than it takes) is a FitError naming the setting; a fitted value
+    beyond the catalogue's range is held at the bound and reported as clipped ("low" or "high").
+    """
+    out: dict[str, Any] = {}
+    for name, (value, how) in point.settings.items():
+        try:
+            out[name] = spec.param(name).check(value)
+        except ParameterError as err:
+            raise FitError(f"{how} gives {name}={value!r}, which the {spec.name} model cannot run ({err})") from None
+    clipped: dict[str, str] = {}
+    for name, (value, _, how) in point.fitted.items():
+        p = spec.param(name)
+        if not math.isfinite(value):
+            raise FitError(f"{name} came out as {value}: the counts behind it ({how}) do not give a number")
+        out[name] = min(max(value, p.low), p.high)
+        if out[name] != value:
+            clipped[name] = "low" if value < p.low else "high"
+        if p.kind == "int":
+            out[name] = round(out[name])
+    return out, clipped
+
+
+def _clip_text(value: float, clipped: str, p: Any, unit: str) -> str:
+    """How an estimate held at a bound says so."""
+    bound = p.low if clipped == "low" else p.high
+    return (f"; CLIPPED: the relation gives {value:,.4g} {unit}, {'below' if clipped == 'low' else 'above'} the "
+            f"model's range, so the {clipped} bound {bound:,.4g} {unit} is used: the model does not reach this "
+            "server's behaviour, and its what-ifs are not to be trusted")
+
+
+def _estimator(spec: Scenario, snap: Snapshot) -> Point:
+    """The scenario's estimator on ``snap``; an arithmetic failure inside it ends as a FitError, not a traceback."""
+    try:
+        return spec.estimate(snap)
+    except ParameterError:
+        raise
+    except (ArithmeticError, ValueError, IndexError, KeyError) as err:
+        raise FitError(f"the {spec.name} relations fail on this snapshot ({type(err).__name__}: {err}); its counts "
+                       "contradict each other in a way no check named") from None
+
+
+def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
+        progress: Callable[[float], None] | None = None) -> Fit:
+    """Diagnose ``snap``, fit its scenario (or ``scenario``), and measure each estimate's spread from replicates.
+
+    Every way the snapshot can fail the fit ends as a FitError naming the count at fault; an estimate held at
+    a bound of the model's range says so (``Estimate.clipped``, and in its ``how``).
+    """
+    if not isinstance(snap, Snapshot):
+        raise FitError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.fitting.snapshot.read or parse")
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or not MIN_REPLICATES <= replicates <= 100:
+        raise FitError(f"replicates={shown(replicates)} is out of range: use an integer from {MIN_REPLICATES} to 100 "
+                       "(the refits whose spread gives each range)")
+    if progress is not None and not callable(progress):
+        raise FitError(f"progress={shown(progress)} is not allowed: use a function of the fraction done, or None")
+    diagnosis = diagnose(snap)
+    name = diagnosis.scenario if scenario is None else scenario
+    if name is None:
+        return Fit(diagnosis, None, {}, [], snap.interval_s, 0.0)
+    spec = models.get_scenario(name)
+    point = _estimator(spec, snap)
+    base, clipped = _estimates(spec, point)
+    start, window = replicate_window(point, snap.interval_s, spec)
+    reps: list[dict[str, Any]] = []
+    if spec.replicated:  # a model that draws nothing at random: its counts bound the estimates instead
+        for k in range(replicates):
+            params = sized(spec, dict(base, seed=k + 1), point.rate_per_s, 1.5 * (start + window))
+            try:
+                again = _estimator(spec, from_model(name, params, start_s=start, interval_s=window))
+            except FitError as err:
+                raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) does not fit back ({err}): "
+                               "the estimates cannot be given a range, so none is given") from None
+            except ParameterError as err:  # the fitted values make a run the scenario refuses
+                raise FitError(f"the fitted {name} model cannot be run to measure its ranges ({err}); its "
+                               "estimates are beyond what the model runs") from None
+            refit = {pname: value for pname, (value, _, _) in again.fitted.items()}
+            if not all(math.isfinite(value) for value in refit.values()):
+                raise FitError(f"the fitted {name} model's own snapshot (seed {k + 1}) fits back to {refit}: the "
+                               "estimates cannot be given a range, so none is given")
+            reps.append(refit)
+            if progress is not None:
+                progress((k + 1) / replicates)
+    scale = math.sqrt(window / snap.interval_s) if reps else 1.0
+    params: dict[str, Estimate] = {}
+    undetermined = []
+    for pname, (value, how) in point.settings.items():
+        missing = how.startswith(MISSING)
+        params[pname] = Estimate(value, value, value, spec.param(pname).unit, "assumed" if missing else "read", how)
+        if missing:
+            undetermined.append({"param": pname, "assumed": _plain(value), "why": how,
+                                 "measure": "the capture script's settings rows"})
+    for pname, (value, unit, how) in point.fitted.items():
+        p = spec.param(pname)
+        est = base[pname]
+        if pname in clipped:
+            how += _clip_text(value, clipped[pname], p, unit)
+        if pname in point.bounds:
+            low, high = point.bounds[pname]
+        elif reps:
+            refits = np.array([r[pname] for r in reps])
+            sd = float(np.std(refits, ddof=1))
+            half = SPREAD * sd * scale
+            bias = float(refits.mean()) - est
+            if abs(bias) > SPREAD * sd / math.sqrt(len(reps)) and pname not in clipped:
+                # The relation misses part of the mechanism: the model fitted back from its own snapshots comes
+                # out off by ``bias`` on average, so the estimate is moved back by as much (a bootstrap bias
+                # correction) and the range widened by the uncertainty of that mean.
+                corrected = est - bias
+                est = min(max(corrected, p.low), p.high)
+                half = SPREAD * math.hypot(sd * scale, sd / math.sqrt(len(reps)))
+                how += (f"; moved by {-bias:+,.3g} {unit}: the fitted model's own snapshots fit back "
+                        f"{bias:+,.3g} {unit} off on average")
+                if est != corrected:
+                    clipped[pname] = "low" if corrected < p.low else "high"
+                    how += _clip_text(corrected, clipped[pname], p, unit)
+            low, high = est - half, est + half
+        else:
+            low = high = est
+        low, high = max(min(low, est), p.low), min(max(high, est), p.high)
+        if p.kind == "int":
+            est, low, high = round(est), math.floor(low), math.ceil(high)
+        params[pname] = Estimate(est, low, high, unit, "fitted", how, clipped.get(pname, ""))
+    for pname, (what, measure) in point.assumed.items():
+        value = spec.param(pname).default
+        params[pname] = Estimate(value, value, value, spec.param(pname).unit, "assumed", what)
+        undetermined.append({"param": pname, "assumed": _plain(value), "why": what, "measure": measure})
+    return Fit(diagnosis, name, params, undetermined, snap.interval_s, point.rate_per_s, reps, scale)

@@ -1,0 +1,285 @@
+"""What a change would buy: the fitted model run again with one setting changed, with an uncertainty.
+
+Each scenario lists the changes a DBA can make to it (:class:`~models.scenarios.base.Change`)
+and the parameters each sets.  :func:`predict` runs the fitted model with and without the change,
+at the estimates and at every replicate's refitted parameters (see
+:mod:`models.fitting.fit`), so each predicted throughput and wait carries the spread
+that the snapshot's own uncertainty gives it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import models
+from models.fitting.fit import SPREAD, TARGET_VISITS, Fit, sized
+from models.fitting.snapshot import Snapshot
+from models.params import Param, ParameterError, resolve, shown
+from models.result import Result
+from models.scenarios.base import Change, Scenario
+
+LATCH_MODES = r"_(KP|SH|UP|EX|DT)"
+
+
+def changes() -> dict[str, list[tuple[Scenario, Change]]]:
+    """Every change any scenario offers, by name, with the scenarios it acts on (in catalogue order)."""
+    found: dict[str, list[tuple[Scenario, Change]]] = {}
+    for spec in models.scenarios().values():
+        for change in spec.changes:
+            found.setdefault(change.name, []).append((spec, change))
+    return found
+
+
+def value_param(name: str) -> Param | None:
+    """The catalogue entry that checks change ``name``'s value (None: the change takes no value)."""
+    spec, change = changes()[name][0]
+    return spec.param(change.param) if change.param else None
+
+
+def unit(spec: Scenario) -> str:
+    """The unit of the scenario's throughput, as the what-if tables print it."""
+    return f"{spec.throughput.counts}/s"
+
+
+def wait_types(spec: Scenario) -> str:
+    """The waits the scenario's what-ifs report, as the tables print them."""
+    return " + ".join(spec.reported_waits)
+
+
+@dataclass(frozen=True)
+class Range:
+    """A predicted value and its range."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{figure(self.estimate)} ({figure(self.low)} to {figure(self.high)})"
+
+
+def figure(x: float) -> str:
+    """A number as reports print it: whole with thousands separators from 1,000, else four significant digits."""
+    if isinstance(x, (int, np.integer)) or abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One change's predicted throughput and wait, beside the fitted model's now."""
+
+    change: str
+    what: str
+    sets: dict[str, Any]
+    unit: str
+    wait_type: str
+    throughput: Range | None
+    wait_ms_per_s: Range | None
+    now_throughput: Range | None
+    now_wait_ms_per_s: Range | None
+    note: str  # why it does not apply, or what it rests on
+
+    @property
+    def applies(self) -> bool:
+        return self.throughput is not None
+
+    @property
+    def ratio(self) -> float:
+        """Predicted throughput over the fitted model's now."""
+        if not self.applies or self.now_throughput.estimate <= 0:
+            return math.nan
+        return self.throughput.estimate / self.now_throughput.estimate
+
+
+def metrics(spec: Scenario, result: Result) -> tuple[float, float]:
+    """(throughput in the scenario's unit, milliseconds per second of its reported waits) of one run."""
+    seconds = result.elapsed_ms / 1000.0
+    waited = waited_ms(spec, result.wait_stats["wait_type"], result.wait_stats["wait_time_ms"])
+    return float(spec.throughput.per_s(result)), waited / seconds
+
+
+def waited_ms(spec: Scenario, wait_type: pd.Series, wait_time_ms: pd.Series) -> float:
+    """The milliseconds of the scenario's reported waits among these wait rows."""
+    keep = pd.Series(False, index=wait_type.index)
+    for kind in spec.reported_waits:
+        keep |= wait_type.str.fullmatch(kind + LATCH_MODES) if kind in ("LATCH", "PAGELATCH") else wait_type == kind
+    return float(wait_time_ms[keep].fillna(0.0).sum())
+
+
+def _run(spec: Scenario, params: dict[str, Any], rate: float, seconds: float) -> tuple[float, float]:
+    """The metrics of one run of the model, sized to ``seconds`` at ``rate`` visits per second."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return metrics(spec, models.run(spec.name, **sized(spec, params, rate, seconds)))
+
+
+def _ranges(fit: Fit, params: list[dict[str, Any]], seconds: float) -> tuple[Range, Range]:
+    """The metrics at the estimates (first) and their spread over the replicates, scaled to the interval."""
+    spec = models.get_scenario(fit.scenario)
+    values = np.array([_run(spec, p, fit.rate_per_s, seconds) for p in params])
+    est = values[0]
+    if len(values) > 2:
+        sd = np.std(values[1:] - est, axis=0, ddof=1) * fit.scale
+    else:
+        sd = np.zeros(2)
+    return tuple(Range(float(e), float(max(e - SPREAD * s, 0.0)), float(e + SPREAD * s)) for e, s in zip(est, sd))
+
+
+def run_seconds(fit: Fit) -> float:
+    """How much simulated time a what-if run covers: about TARGET_VISITS visits at the fitted rate (at least 50 ms)."""
+    if not models.get_scenario(fit.scenario).replicated:  # a model that draws nothing at random: run the interval
+        return fit.interval_s
+    return max(TARGET_VISITS / max(fit.rate_per_s, 1e-9), 0.05)
+
+
+def _param_sets(fit: Fit, extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """The estimates, then each replicate's refitted values held within the model's range, with ``extra`` on top."""
+    base = fit.model_params()
+    return [dict(base, **extra)] + [dict(base, **_within_model(fit.scenario, r), **extra) for r in fit.replicates]
+
+
+def _within_model(scenario: str, refit: dict[str, Any]) -> dict[str, Any]:
+    """A replicate's refitted values, each held within its catalogue range (see :func:`replicates_held`)."""
+    spec = models.get_scenario(scenario)
+    held = {}
+    for name, value in refit.items():
+        p = spec.param(name)
+        held[name] = min(max(value, p.low), p.high)
+        if p.kind == "int":
+            held[name] = round(held[name])
+    return held
+
+
+def replicates_held(fit: Fit) -> list[str]:
+    """The parameters some replicate's refit put beyond the model's range (held at the bound for its runs)."""
+    spec = models.get_scenario(fit.scenario)
+    return sorted({name for r in fit.replicates for name, value in r.items()
+                   if not spec.param(name).low <= value <= spec.param(name).high})
+
+
+def parse_change(text: str) -> tuple[str, float | None]:
+    """``name`` or ``name=value`` as (name, value), the value checked by the parameter it sets; else a ParameterError."""
+    name, sep, value = str(text).partition("=")
+    known = changes()
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParameterError(f"change {shown(name)} is unknown: use one of {', '.join(known)}{hint}")
+    if not sep:
+        return name, None
+    entry = value_param(name)
+    if entry is None:
+        raise ParameterError(f"change {name!r} takes no value: write it alone")
+    try:
+        return name, entry.check(value)
+    except ParameterError as err:
+        raise ParameterError(f"{name}: {err} ({known[name][0][1].value})") from None
+
+
+def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range, Range] | None = None) -> Prediction:
+    """The fitted model with ``change`` (and its optional value) beside the model as fitted."""
+    if not isinstance(fit, Fit):
+        raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fitting.fit.fit")
+    name, given = parse_change(change)
+    if given is None and value is not None:  # a value passed apart from the change's name gets the same check
+        given = parse_change(f"{name}={value}")[1]
+    acts_on = changes()[name]
+    c, value = acts_on[0][1], given
+    if fit.scenario is None:
+        return Prediction(c.name, c.what, {}, "", "", None, None, None, None, "no model was fitted")
+    spec = models.get_scenario(fit.scenario)
+    unit_text, wait = unit(spec), wait_types(spec)
+    if spec.change(name) is None:
+        return Prediction(c.name, c.what, {}, unit_text, wait, None, None, None, None,
+                          f"does not apply to {fit.scenario} (it acts on {', '.join(s.name for s, _ in acts_on)})")
+    c = spec.change(name)
+    base = fit.model_params()
+    why = c.unless(base) if c.unless else ""
+    if why:
+        return Prediction(c.name, c.what, {}, unit_text, wait, None, None, None, None, why)
+    extra = c.sets(base, value)
+    try:  # the catalogue's check of each changed value, then the scenario's of the whole set, before anything runs
+        for pname, pvalue in extra.items():
+            spec.param(pname).check(pvalue)
+        resolve(spec, sized(spec, dict(base, **extra), fit.rate_per_s, run_seconds(fit)))
+    except ParameterError as err:
+        raise ParameterError(f"{c.name}: {err}") from None
+    seconds = run_seconds(fit)
+    now = now or _ranges(fit, _param_sets(fit, {}), seconds)
+    after = _ranges(fit, _param_sets(fit, extra), seconds)
+    rests = [u["param"] for u in fit.undetermined]
+    notes = [f"rests on the assumed {', '.join(rests)}"] if rests else []
+    held = replicates_held(fit)
+    if held:
+        notes.append(f"its range is too narrow: replicates of {', '.join(held)} beyond the model's range were held "
+                     "at its bounds")
+    note = "; ".join(notes)
+    what = c.what if value is None else f"{c.value} = {value:g}"  # the change as given, not its default
+    return Prediction(c.name, what, extra, unit_text, wait, after[0], after[1], now[0], now[1], note)
+
+
+MISFIT = 0.25  # the fitted model's waits off the capture's by more than this share: its what-ifs are doubtful
+
+
+def captured_wait(fit: Fit, snap: Snapshot) -> float:
+    """The capture's own ms of the scenario's reported waits per second, to hold the fitted model's against."""
+    w = snap.table("wait")
+    return waited_ms(models.get_scenario(fit.scenario), w["name"], w["time_ms"]) / snap.interval_s
+
+
+def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:
+    """How the fitted model's waits compare with the capture's: agreement is fitted, so only a miss says much."""
+    captured, model = captured_wait(fit, snap), now[1].estimate
+    text = (f"the capture had {figure(captured)} ms/s of {wait_types(models.get_scenario(fit.scenario))} waits, "
+            f"the fitted model {figure(model)}")
+    if captured > 0 and abs(model - captured) > MISFIT * captured:
+        return text + ": the fitted model does not reproduce the capture, so its what-ifs are doubtful"
+    return text + " (the fit used them: agreement here shows only that it converged)"
+
+
+def _row(change: str, what: str, throughput: Range | None, wait: Range | None, now: Range | None, unit: str,
+         note: str) -> dict[str, Any]:
+    nan = math.nan
+    return {"change": change, "what": what,
+            "throughput": throughput.estimate if throughput else nan,
+            "throughput_low": throughput.low if throughput else nan,
+            "throughput_high": throughput.high if throughput else nan,
+            "vs_now": throughput.estimate / now.estimate if throughput and now and now.estimate > 0 else nan,
+            "wait_ms_per_s": wait.estimate if wait else nan, "wait_low": wait.low if wait else nan,
+            "wait_high": wait.high if wait else nan, "unit": unit, "note": note}
+
+
+def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
+    """The fitted model now, then every change: predicted throughput and wait with their ranges, or why not.
+
+    With the snapshot, the first row's note holds the fitted model's waits against the capture's.
+    """
+    if not isinstance(fit, Fit):
+        raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fitting.fit.fit")
+    now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit)) if fit.scenario else None
+    rows = []
+    if now is not None:
+        notes = [check(fit, snap, now)] if snap is not None else []
+        held = replicates_held(fit)
+        if held:
+            notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
+                         "held at its bounds")
+        rows.append(_row("now", "the fitted model, unchanged", now[0], now[1], now[0],
+                         unit(models.get_scenario(fit.scenario)), "; ".join(notes)))
+    for spec, change in ([(models.get_scenario(fit.scenario), c) for c in models.get_scenario(fit.scenario).changes]
+                         if fit.scenario else []):
+        try:
+            p = predict(fit, change.name, now=now)
+        except ParameterError as err:  # the change would take the fitted model out of its range
+            rows.append(_row(change.name, change.what, None, None, None, unit(spec), f"not modelled: {err}"))
+            continue
+        rows.append(_row(p.change, p.what, p.throughput, p.wait_ms_per_s, p.now_throughput, p.unit, p.note))
+    return pd.DataFrame(rows)

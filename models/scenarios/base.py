@@ -1,0 +1,168 @@
+"""What a scenario is: one object that carries every fact about one workload.
+
+The command line, the fit, the what-ifs, the snapshot writer and the panels
+ask a :class:`Scenario` what they need (its parameters, what its throughput
+counts, the waits it reports, what a capture of it holds, how to recognise it
+in a capture and estimate its parameters, the changes a DBA can make to it,
+how long a run is) and keep no table of their own.  Every fact is a required
+keyword, so a scenario that forgets one fails when its module is imported,
+with a :class:`ScenarioError` that names the scenario and the fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Callable
+
+from models.params import MAX_DOP, MAX_SCHEDULERS, MAX_SESSIONS, Param
+
+if TYPE_CHECKING:  # imported only for the annotations
+    from models.fitting.evidence import Clue, Point
+    from models.fitting.snapshot import Snapshot
+    from models.result import Result
+    from models.workload import Workload
+
+
+class ScenarioError(TypeError):
+    """A scenario declared without one of its facts, or with one of the wrong kind."""
+
+
+def _result_throughput(result: Result) -> float:
+    """The engine's own throughput: units of work (or latch acquires) per second."""
+    return float(result.throughput_per_s)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Throughput:
+    """What a run's throughput counts (``counts``, plural: "rows") and how it is read off a Result."""
+
+    counts: str
+    per_s: Callable[[Result], float] = _result_throughput
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capture:
+    """What a capture of the scenario holds beyond the DMVs every run has.
+
+    ``session_param`` is the parameter that sets how many user sessions a
+    capture counts (None: an open stream of requests, or ``sessions``
+    computes it); ``rows`` gives the performance-counter and index rows a run
+    moves, as a server would count them.
+    """
+
+    session_param: str | None
+    rows: Callable[[dict[str, Any], Result], list[dict[str, Any]]]
+    sessions: Callable[[dict[str, Any]], int | None] | None = None
+
+    def session_count(self, values: dict[str, Any]) -> int | None:
+        """The user sessions a capture of a run with ``values`` would count (None: no fixed set)."""
+        if self.sessions is not None:
+            return self.sessions(values)
+        return None if self.session_param is None else int(values[self.session_param])
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiagnosisRule:
+    """How the fit recognises the scenario in a capture.
+
+    ``claims`` reads the capture's clues (its top wait, latch family and
+    class) and returns the evidence that this scenario explains it, None when
+    the pattern is not its own, or raises :class:`models.fitting.evidence.Refusal`
+    when the pattern is its family's but no model here covers it.  Rules are
+    tried in ``rank`` order (specific patterns first); ``label`` and
+    ``looks_like`` are how the diagnosis is named and described.
+    """
+
+    label: str
+    looks_like: str
+    rank: int
+    claims: Callable[[Clue], list[str] | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """A change a DBA can make to the scenario, as the parameters it sets.
+
+    ``sets`` maps the fitted values and the optional given value to the
+    parameters changed; ``param`` names the parameter whose catalogue entry
+    checks a given value (""; the change takes none); ``unless`` says why the
+    change does not apply to a fit ("" when it does).
+    """
+
+    name: str
+    what: str
+    value: str
+    sets: Callable[[dict[str, Any], float | None], dict[str, Any]]
+    param: str = ""
+    unless: Callable[[dict[str, Any]], str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A named workload and every fact about it (see the module docstring)."""
+
+    name: str
+    doc: str
+    params: tuple[Param, ...]
+    build: Callable[[dict[str, Any]], Workload]
+    check: Callable[[dict[str, Any]], None] | None
+    throughput: Throughput
+    reported_waits: tuple[str, ...]  # latch families ("LATCH", "PAGELATCH": every mode) or wait types
+    capture: Capture
+    diagnosis: DiagnosisRule
+    estimate: Callable[[Snapshot], Point]
+    size_run: Callable[[dict[str, Any], int, float], dict[str, Any]]  # (values, visits, seconds) -> the size params
+    size_params: tuple[str, ...]  # the parameters that set how long a run is (a panel's progress scale)
+    changes: tuple[Change, ...]
+    replicated: bool = True  # False: the model draws nothing at random, so refits from its own snapshots say nothing
+
+    def __post_init__(self) -> None:
+        kinds = {"throughput": Throughput, "capture": Capture, "diagnosis": DiagnosisRule, "params": tuple,
+                 "reported_waits": tuple, "size_params": tuple, "changes": tuple}
+        for fact in fields(self):
+            value = getattr(self, fact.name)
+            if fact.name in kinds and not isinstance(value, kinds[fact.name]):
+                raise ScenarioError(f"scenario {self.name!r}: {fact.name} must be a {kinds[fact.name].__name__}, "
+                                    f"not {type(value).__name__}")
+            if fact.name in ("build", "estimate", "size_run") and not callable(value):
+                raise ScenarioError(f"scenario {self.name!r}: {fact.name} must be a function")
+        names = {p.name for p in self.params}
+        for name in self.size_params + tuple(c.param for c in self.changes if c.param):
+            if name not in names:
+                raise ScenarioError(f"scenario {self.name!r} names {name!r}, which is not one of its parameters")
+        if self.capture.session_param is not None and self.capture.session_param not in names:
+            raise ScenarioError(f"scenario {self.name!r}: its capture counts sessions by {self.capture.session_param!r}, "
+                                "which is not one of its parameters")
+        # A snapshot's settings are capped at the most any scenario runs (models.params): none may run more.
+        most = {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, self.capture.session_param: MAX_SESSIONS}
+        for entry in self.params:
+            if entry.name in most and entry.high > most[entry.name]:
+                raise ScenarioError(f"scenario {self.name!r}: {entry.name} goes up to {entry.high:,g}, above the "
+                                    f"{most[entry.name]:,} a snapshot may hold (models.params)")
+        if not self.reported_waits:
+            raise ScenarioError(f"scenario {self.name!r} reports no waits: name the latch family or wait types")
+
+    def param(self, name: str) -> Param:
+        """The catalogue entry called ``name``."""
+        for entry in self.params:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, Any]:
+        """Every parameter at its default."""
+        return {entry.name: entry.default for entry in self.params}
+
+    def change(self, name: str) -> Change | None:
+        """The change called ``name`` if this scenario has it."""
+        return next((c for c in self.changes if c.name == name), None)
+
+
+def _half_maxdop(fitted: dict[str, Any], given: float | None) -> dict[str, Any]:
+    """MAXDOP as given, else half the fitted one (at least 1)."""
+    return {"maxdop": int(given) if given is not None else max(1, fitted["maxdop"] // 2)}
+
+
+# A change two scenarios share (the parallel insert and the columnstore insert both run at a MAXDOP).
+LOWER_MAXDOP = Change(name="lower-maxdop", what="lower MAXDOP (to half)", value="the new MAXDOP", sets=_half_maxdop,
+                      param="maxdop", unless=lambda fitted: "MAXDOP is 1 already" if fitted["maxdop"] <= 1 else "")
