@@ -299,8 +299,8 @@ def _fit(path: str, as_json: bool, scenario: str | None) -> None:
     snap = read(path)
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
-    f = fitting.fit(snap, scenario=scenario)
-    print(f.to_json() if as_json else fit_text(f), end="\n" if as_json else "")
+    fitted = fitting.fit(snap, scenario=scenario)
+    print(fitted.to_json() if as_json else fit_text(fitted), end="\n" if as_json else "")
 
 
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) -> None:
@@ -314,28 +314,28 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) 
     snap = read(path)
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
-    f = fitting.fit(snap, scenario=scenario)
-    if f.scenario is None:
-        raise ParameterError(f"no what-ifs: {fitting.NOT_A_LATCH} ({f.diagnosis.evidence[-1]})")
+    fitted = fitting.fit(snap, scenario=scenario)
+    if fitted.scenario is None:
+        raise ParameterError(f"no what-ifs: {fitting.NOT_A_LATCH} ({fitted.diagnosis.evidence[-1]})")
     if change is not None:
-        p = whatif.predict(f, change)
-        out = {"change": p.change, "what": p.what, "sets": p.sets, "unit": p.unit, "applies": p.applies,
-               "note": p.note}
-        if p.applies:
+        prediction = whatif.predict(fitted, change)
+        out = {"change": prediction.change, "what": prediction.what, "sets": prediction.sets, "unit": prediction.unit, "applies": prediction.applies,
+               "note": prediction.note}
+        if prediction.applies:
             for key in ("throughput", "wait_ms_per_s", "now_throughput", "now_wait_ms_per_s"):
-                r = getattr(p, key)
-                out[key] = {"estimate": r.estimate, "low": r.low, "high": r.high}
+                band = getattr(prediction, key)
+                out[key] = {"estimate": band.estimate, "low": band.low, "high": band.high}
         if as_json:
             print(json.dumps(out, indent=2))
-        elif p.applies:
-            print(f"{p.change}: {p.what}\n  sets {', '.join(f'{k}={v}' for k, v in p.sets.items())}\n"
-                  f"  throughput {p.throughput} {p.unit} (now {p.now_throughput}), x{p.ratio:.2f}\n"
-                  f"  {p.wait_type} wait {p.wait_ms_per_s} ms/s (now {p.now_wait_ms_per_s})"
-                  + (f"\n  {p.note}" if p.note else ""))
+        elif prediction.applies:
+            print(f"{prediction.change}: {prediction.what}\n  sets {', '.join(f'{k}={v}' for k, v in prediction.sets.items())}\n"
+                  f"  throughput {prediction.throughput} {prediction.unit} (now {prediction.now_throughput}), x{prediction.ratio:.2f}\n"
+                  f"  {prediction.wait_type} wait {prediction.wait_ms_per_s} ms/s (now {prediction.now_wait_ms_per_s})"
+                  + (f"\n  {prediction.note}" if prediction.note else ""))
         else:
-            print(f"{p.change}: not applicable: {p.note}")
+            print(f"{prediction.change}: not applicable: {prediction.note}")
         return
-    table = whatif.table(f, snap)
+    table = whatif.table(fitted, snap)
     if as_json:
         print(table.to_json(orient="records", indent=2))
         return

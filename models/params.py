@@ -130,6 +130,10 @@ class Catalogue(Protocol):
     params: tuple[Param, ...]
     check: Callable[[dict[str, Any]], None] | None
 
+    def param(self, name: str) -> Param: ...
+
+    def defaults(self) -> dict[str, Any]: ...
+
 
 def check_name(scenario: Catalogue, name: str) -> None:
     """A ParameterError naming the closest valid name, if ``scenario`` has no parameter ``name``."""

@@ -77,7 +77,7 @@ def test_a_scenario_that_forgets_a_fact_fails_when_declared_naming_it() -> None:
     facts = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
     for fact in ("throughput", "capture", "diagnosis", "estimate", "size_run", "changes", "reported_waits"):
         partial = {name: value for name, value in facts.items() if name != fact}
-        with pytest.raises(TypeError, match=fact):
+        with pytest.raises(ScenarioError, match=f"scenario 'toy' does not say its {fact}"):
             type(spec)(**partial)
     with pytest.raises(ScenarioError, match="'toy'.*throughput must be a Throughput"):
         dataclasses.replace(spec, throughput="acquires")
@@ -102,6 +102,10 @@ def test_the_catalogue_is_consistent() -> None:
         assert set(sized) <= set(spec.size_params) | {"window_ms"}, spec.name
         for name, value in sized.items():
             spec.param(name).check(value)  # a sized run is one the scenario accepts
+    # Rules that share a diagnosis label describe it alike (the diagnosis table shows one line per label).
+    looks: dict[str, str] = {}
+    for spec in specs:
+        assert looks.setdefault(spec.diagnosis.label, spec.diagnosis.looks_like) == spec.diagnosis.looks_like, spec.name
     # A change two scenarios share is worded and checked alike in both.
     for name, offered in whatif.changes().items():
         assert len({(c.what, c.value, c.param) for _, c in offered}) == 1, name

@@ -14,7 +14,7 @@ from models.engine.program import EX, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import Param, common_params, latch_knobs
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
 from models.workload import LatchSpec, Workload
 
 PARAMS = (
@@ -59,7 +59,7 @@ SCENARIO = Scenario(
     name="toy", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=None,
     throughput=Throughput(counts="acquires"),
     reported_waits=("LATCH",),
-    capture=Capture(session_param="workers", rows=lambda values, result: []),
+    capture=Capture(session_param="workers", rows=no_rows),
     diagnosis=DiagnosisRule(label="TOY_LATCH", looks_like="LATCH_EX on TOY_LATCH", rank=0, claims=claims),
     estimate=estimate,
     size_run=lambda values, visits, seconds: {"rounds": max(1, visits // values["workers"])},

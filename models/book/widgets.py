@@ -412,7 +412,8 @@ def _summary_html(res: Any) -> str:
         head = " &nbsp;·&nbsp; ".join(f"<b>{html.escape(o)}</b> {int(counts.get(o, 0))}"
                                       for o in ("granted", "forced_minimum", "error_8645"))
     else:
-        head = f"<b>throughput</b> {res.throughput_per_s:,.1f} per second"
+        throughput = models.get_scenario(res.scenario).throughput
+        head = f"<b>throughput</b> {throughput.per_s(res):,.1f} {html.escape(throughput.counts)}/s"
     text = f"<p>{head} &nbsp;·&nbsp; <b>simulated time</b> {res.elapsed_ms:,.1f} ms</p>"
     if getattr(res, "truncated", False):
         text += f'<p style="color:#D55E00">truncated: {html.escape(res.truncated_reason)}</p>'

@@ -20,25 +20,25 @@ from models.params import MAX_SIM_MS, ParameterError, shown
 from models.scenarios.base import Scenario
 
 
-def _dmv_rows(spec: Scenario, values: dict[str, Any], r: models.Result, xevents: bool) -> list[dict[str, Any]]:
+def _dmv_rows(spec: Scenario, values: dict[str, Any], result: models.Result, xevents: bool) -> list[dict[str, Any]]:
     """A run's DMV tables as snapshot rows (cumulative from time 0)."""
     rows = []
-    for x in r.latch_stats.itertuples(index=False):
-        rows.append({"source": "latch", "name": x.latch_class, "count": x.waiting_requests_count,
-                     "time_ms": x.wait_time_ms, "max_time_ms": x.max_wait_time_ms})
+    for row in result.latch_stats.itertuples(index=False):
+        rows.append({"source": "latch", "name": row.latch_class, "count": row.waiting_requests_count,
+                     "time_ms": row.wait_time_ms, "max_time_ms": row.max_wait_time_ms})
         if xevents:
-            rows.append({"source": "xevent", "name": x.latch_class, "count": x.acquires})
-    for x in r.wait_stats.itertuples(index=False):
-        rows.append({"source": "wait", "name": x.wait_type, "count": x.waiting_tasks_count, "time_ms": x.wait_time_ms,
-                     "max_time_ms": x.max_wait_time_ms, "signal_time_ms": x.signal_wait_time_ms})
-    if len(r.spin_stats):  # SQL Server counts every latch's spinning in one row
-        spin = r.spin_stats[["collisions", "spins", "backoffs"]].sum()
+            rows.append({"source": "xevent", "name": row.latch_class, "count": row.acquires})
+    for row in result.wait_stats.itertuples(index=False):
+        rows.append({"source": "wait", "name": row.wait_type, "count": row.waiting_tasks_count, "time_ms": row.wait_time_ms,
+                     "max_time_ms": row.max_wait_time_ms, "signal_time_ms": row.signal_wait_time_ms})
+    if len(result.spin_stats):  # SQL Server counts every latch's spinning in one row
+        spin = result.spin_stats[["collisions", "spins", "backoffs"]].sum()
         rows.append({"source": "spinlock", "name": LATCH_SPINS, "count": spin["collisions"], "spins": spin["spins"],
                      "backoffs": spin["backoffs"]})
-    for x in r.schedulers.itertuples(index=False):
-        rows.append({"source": "scheduler", "name": str(x.scheduler), "count": x.context_switches,
-                     "time_ms": x.busy_ms})
-    rows.extend(spec.capture.rows(values, r))  # the performance counters (and index rows) the scenario moves
+    for row in result.schedulers.itertuples(index=False):
+        rows.append({"source": "scheduler", "name": str(row.scheduler), "count": row.context_switches,
+                     "time_ms": row.busy_ms})
+    rows.extend(spec.capture.rows(values, result))  # the performance counters (and index rows) the scenario moves
     return rows
 
 
@@ -75,18 +75,18 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
         raise ParameterError(f"interval_s={shown(interval_s)} is out of range: use a number of seconds from {low:g} "
                              f"to {min(high, latest_s - start_s):,.0f} (a capture's interval, ending by "
                              f"{latest_s:,.0f} s of simulated time)")
-    end = _run_until(scenario, params, None if interval_s is None else (start_s + interval_s) * 1000.0, progress)
-    values = end.params  # as models.run checked them: the one check
-    if interval_s is not None and end.elapsed_ms / 1000.0 <= start_s:
-        raise ParameterError(f"start_s={start_s:g} is at or after the end of the run ({end.elapsed_ms / 1000.0:g} s): "
+    second_read = _run_until(scenario, params, None if interval_s is None else (start_s + interval_s) * 1000.0, progress)
+    values = second_read.params  # as models.run checked them: the one check
+    if interval_s is not None and second_read.elapsed_ms / 1000.0 <= start_s:
+        raise ParameterError(f"start_s={start_s:g} is at or after the end of the run ({second_read.elapsed_ms / 1000.0:g} s): "
                              "start earlier")
     if interval_s is None:
-        interval_s = end.elapsed_ms / 1000.0 - start_s
+        interval_s = second_read.elapsed_ms / 1000.0 - start_s
         if not low <= interval_s <= high:
             raise ParameterError(f"start_s={start_s:g} leaves {max(interval_s, 0.0):g} s of a run that ends at "
-                                 f"{end.elapsed_ms / 1000.0:g} s, outside a capture's {low:g} to {high:,.0f} s: "
+                                 f"{second_read.elapsed_ms / 1000.0:g} s, outside a capture's {low:g} to {high:,.0f} s: "
                                  "give interval_s, or start earlier")
-    second = pd.DataFrame(_dmv_rows(spec, values, end, xevents), columns=["source", "name", *NUMBERS])
+    second = pd.DataFrame(_dmv_rows(spec, values, second_read, xevents), columns=["source", "name", *NUMBERS])
     if start_s > 0:
         first = pd.DataFrame(_dmv_rows(spec, values, _run_until(scenario, params, start_s * 1000.0), xevents),
                              columns=["source", "name", *NUMBERS]).set_index(["source", "name"])

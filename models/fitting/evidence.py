@@ -102,10 +102,9 @@ def handoff(fitted: dict, assumed: dict, obs: LatchObs, switch_us: float, shared
     if shared:
         assumed["wakeup_us"] = SHARED_HANDOFF
         return
-    switch = switch_us
-    fitted["wakeup_us"] = (obs.handoff_us - switch, "us",
+    fitted["wakeup_us"] = (obs.handoff_us - switch_us, "us",
                            f"signal wait per wait {obs.handoff_us:.1f} us ({obs.waits:,.0f} waits) is the hand-off: "
-                           f"the wake-up plus the {switch:g} us switch to the waiter")
+                           f"the wake-up plus the {switch_us:g} us switch to the waiter")
     assumed["context_switch_us"] = ("how the hand-off splits into the wake-up and the switch to the waiter",
                                     "a trace of Windows context switches (ETW)")
 
@@ -117,31 +116,6 @@ SHARED_HANDOFF = ("the signal wait also holds time spent queued for a busy sched
 def shared_schedulers(sessions: int, schedulers: int) -> bool:
     """Whether woken sessions may queue for a scheduler (more of them than schedulers)."""
     return sessions > schedulers
-
-
-def latch_policy(obs: LatchObs, cls: str) -> tuple[str, str]:
-    """Fair, as SQL Server's latches queue, except a NESTING_TRANSACTION_FULL latch that spins more than it waits.
-
-    Trace flag 3933 makes only the nesting-transaction latches unfair (White,
-    2022); LATCH_SPIN_STATS counts every latch's spinning, so it says
-    something of this class only when the class's waits all but vanish.
-    """
-    if cls == "NESTING_TRANSACTION_FULL" and obs.spins > obs.waits:
-        return "unfair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
-                          "requesters spin and barge (trace flag 3933)")
-    if cls == "NESTING_TRANSACTION_FULL":
-        return "fair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
-                        "waiters queue (no trace flag 3933)")
-    return "fair", "SQL Server's latches queue their waiters first come, first served"
-
-
-def spin_fit(obs: LatchObs) -> dict[str, tuple[float, str, str]]:
-    """Spins per spin round, for a latch that spins: each collision spins a round, and one more after each back-off."""
-    if obs.spins <= obs.waits or obs.spin_rounds <= 0:
-        return {}
-    return {"spins_per_round": (obs.spin_count / obs.spin_rounds, "",
-                                f"{obs.spin_count:,.0f} spins over {obs.spins:,.0f} collisions and "
-                                f"{obs.spin_rounds - obs.spins:,.0f} back-offs (one spin round each)")}
 
 
 def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: float,
@@ -302,19 +276,19 @@ def closed_latch_core(snap: Snapshot, cls: str, customers: int,
     """
     obs = latch_obs(snap, cls, "LATCH")
     counter, per_visit = per_visit_counter
-    x, rate_how = visit_rate(snap, cls, obs, per_visit, counter)
-    visits = x * snap.interval_s
+    visits_per_s, rate_how = visit_rate(snap, cls, obs, per_visit, counter)
+    visits = visits_per_s * snap.interval_s
     found = obs.spins if unfair else obs.waits
     p = waited_share(found, visits, f"latch {cls}", rate_how)
     check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s,
                        snap.get("latch", cls, "max_time_ms"))
     wait = obs.wait_us / visits
-    hold, think = closed_repairman(customers, customers / x * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
-    how = (f"{customers} workers at {x:,.0f} acquires/s go round a cycle of {customers / x * 1e6:,.1f} us with "
+    hold, think = closed_repairman(customers, customers / visits_per_s * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
+    how = (f"{customers} workers at {visits_per_s:,.0f} acquires/s go round a cycle of {customers / visits_per_s * 1e6:,.1f} us with "
            f"{wait:,.2f} us of latch wait per acquire and {p:.1%} of acquires finding the latch owned "
            f"({'spin collisions' if unfair else 'waits'}): exact MVA's repairman (arrival theorem) gives this hold, "
            "Little's law the rest of the cycle")
-    return obs, x, rate_how, hold, think, how
+    return obs, visits_per_s, rate_how, hold, think, how
 
 
 def dop(snap: Snapshot, schedulers: int) -> tuple[int, str]:

@@ -192,26 +192,26 @@ def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range,
     if given is None and value is not None:  # a value passed apart from the change's name gets the same check
         given = parse_change(f"{name}={value}")[1]
     acts_on = changes()[name]
-    c, value = acts_on[0][1], given
+    chosen, value = acts_on[0][1], given
     if fit.scenario is None:
-        return Prediction(c.name, c.what, {}, "", "", None, None, None, None, "no model was fitted")
+        return Prediction(chosen.name, chosen.what, {}, "", "", None, None, None, None, "no model was fitted")
     spec = models.get_scenario(fit.scenario)
     unit_text, wait = unit(spec), wait_types(spec)
     if spec.change(name) is None:
-        return Prediction(c.name, c.what, {}, unit_text, wait, None, None, None, None,
+        return Prediction(chosen.name, chosen.what, {}, unit_text, wait, None, None, None, None,
                           f"does not apply to {fit.scenario} (it acts on {', '.join(s.name for s, _ in acts_on)})")
-    c = spec.change(name)
+    chosen = spec.change(name)
     base = fit.model_params()
-    why = c.unless(base) if c.unless else ""
+    why = chosen.unless(base) if chosen.unless else ""
     if why:
-        return Prediction(c.name, c.what, {}, unit_text, wait, None, None, None, None, why)
-    extra = c.sets(base, value)
+        return Prediction(chosen.name, chosen.what, {}, unit_text, wait, None, None, None, None, why)
+    extra = chosen.sets(base, value)
     try:  # the catalogue's check of each changed value, then the scenario's of the whole set, before anything runs
         for pname, pvalue in extra.items():
             spec.param(pname).check(pvalue)
         resolve(spec, sized(spec, dict(base, **extra), fit.rate_per_s, run_seconds(fit)))
     except ParameterError as err:
-        raise ParameterError(f"{c.name}: {err}") from None
+        raise ParameterError(f"{chosen.name}: {err}") from None
     seconds = run_seconds(fit)
     now = now or _ranges(fit, _param_sets(fit, {}), seconds)
     after = _ranges(fit, _param_sets(fit, extra), seconds)
@@ -222,8 +222,8 @@ def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range,
         notes.append(f"its range is too narrow: replicates of {', '.join(held)} beyond the model's range were held "
                      "at its bounds")
     note = "; ".join(notes)
-    what = c.what if value is None else f"{c.value} = {value:g}"  # the change as given, not its default
-    return Prediction(c.name, what, extra, unit_text, wait, after[0], after[1], now[0], now[1], note)
+    what = chosen.what if value is None else f"{chosen.value} = {value:g}"  # the change as given, not its default
+    return Prediction(chosen.name, what, extra, unit_text, wait, after[0], after[1], now[0], now[1], note)
 
 
 MISFIT = 0.25  # the fitted model's waits off the capture's by more than this share: its what-ifs are doubtful
@@ -231,8 +231,8 @@ MISFIT = 0.25  # the fitted model's waits off the capture's by more than this sh
 
 def captured_wait(fit: Fit, snap: Snapshot) -> float:
     """The capture's own ms of the scenario's reported waits per second, to hold the fitted model's against."""
-    w = snap.table("wait")
-    return waited_ms(models.get_scenario(fit.scenario), w["name"], w["time_ms"]) / snap.interval_s
+    waits = snap.table("wait")
+    return waited_ms(models.get_scenario(fit.scenario), waits["name"], waits["time_ms"]) / snap.interval_s
 
 
 def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:

@@ -97,26 +97,38 @@ class Change:
     unless: Callable[[dict[str, Any]], str] | None = None
 
 
+_REQUIRED: Any = object()  # a fact's default only so that a forgotten one is named by Scenario, not by dataclasses
+
+
+def no_rows(values: dict[str, Any], result: Result) -> list[dict[str, Any]]:
+    """A capture's extra rows for a scenario that moves no performance counter: none."""
+    return []
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     """A named workload and every fact about it (see the module docstring)."""
 
     name: str
-    doc: str
-    params: tuple[Param, ...]
-    build: Callable[[dict[str, Any]], Workload]
-    check: Callable[[dict[str, Any]], None] | None
-    throughput: Throughput
-    reported_waits: tuple[str, ...]  # latch families ("LATCH", "PAGELATCH": every mode) or wait types
-    capture: Capture
-    diagnosis: DiagnosisRule
-    estimate: Callable[[Snapshot], Point]
-    size_run: Callable[[dict[str, Any], int, float], dict[str, Any]]  # (values, visits, seconds) -> the size params
-    size_params: tuple[str, ...]  # the parameters that set how long a run is (a panel's progress scale)
-    changes: tuple[Change, ...]
+    doc: str = _REQUIRED
+    params: tuple[Param, ...] = _REQUIRED
+    build: Callable[[dict[str, Any]], Workload] = _REQUIRED
+    check: Callable[[dict[str, Any]], None] | None = _REQUIRED  # None: no check beyond each parameter's own
+    throughput: Throughput = _REQUIRED
+    reported_waits: tuple[str, ...] = _REQUIRED  # latch families ("LATCH", "PAGELATCH": every mode) or wait types
+    capture: Capture = _REQUIRED
+    diagnosis: DiagnosisRule = _REQUIRED
+    estimate: Callable[[Snapshot], Point] = _REQUIRED
+    size_run: Callable[[dict[str, Any], int, float], dict[str, Any]] = _REQUIRED  # (values, visits, seconds) -> sizes
+    size_params: tuple[str, ...] = _REQUIRED  # the parameters that set how long a run is (a panel's progress scale)
+    changes: tuple[Change, ...] = _REQUIRED
     replicated: bool = True  # False: the model draws nothing at random, so refits from its own snapshots say nothing
 
     def __post_init__(self) -> None:
+        missing = [fact.name for fact in fields(self) if getattr(self, fact.name) is _REQUIRED]
+        if missing:
+            raise ScenarioError(f"scenario {self.name!r} does not say its {', '.join(missing)}: every fact is "
+                                "required (see models.scenarios.base)")
         kinds = {"throughput": Throughput, "capture": Capture, "diagnosis": DiagnosisRule, "params": tuple,
                  "reported_waits": tuple, "size_params": tuple, "changes": tuple}
         for fact in fields(self):

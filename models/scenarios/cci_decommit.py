@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.engine import state as st
+from models.engine import state
 from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, scheduling_params
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
 from models.scenarios.cci_insert import ROWGROUP_ROWS
 from models.workload import Workload
 
@@ -89,10 +89,10 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
 
 def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: per-session times and where the time went."""
-    def collect(s: st.State) -> dict[str, Any]:
-        elapsed = (s.worker_times[:, st.WF_TSTATE] - s.worker_times[:, st.WF_ARRIVE]) / 1000.0
-        on_schedulers = float(s.worker_times[:, st.WF_CPU].sum()) / 1e6  # spinning in the kernel included (LPIM on)
-        kernel = float(s.run_times[st.GF_OS_KERNEL]) / 1e6
+    def collect(final: state.State) -> dict[str, Any]:
+        elapsed = (final.worker_times[:, state.WF_TSTATE] - final.worker_times[:, state.WF_ARRIVE]) / 1000.0
+        on_schedulers = float(final.worker_times[:, state.WF_CPU].sum()) / 1e6  # spinning in the kernel included (LPIM on)
+        kernel = float(final.run_times[state.GF_OS_KERNEL]) / 1e6
         machine = on_schedulers + (kernel if values["lpim"] == "off" else 0.0)  # preemptive calls run off the schedulers
         return {
             "mean_elapsed_s": float(elapsed.mean()) / 1000.0,
@@ -100,16 +100,16 @@ def _collect(values: dict[str, Any]):
             "cpu_s": machine,
             "kernel_cpu_s": kernel,
             "kernel_share": kernel / machine if machine > 0 else 0.0,
-            "os_wait_s": float(s.run_times[st.GF_OS_WAIT]) / 1e6,
-            "os_queue_s": float(s.run_times[st.GF_OS_QUEUE]) / 1e6,
-            "os_busy_s": float(s.run_times[st.GF_OS_BUSY]) / 1e6,
-            "os_calls": int(s.run_cells[st.G_OS_CALLS]),
-            "pages_freed": float(s.run_cells[st.G_OS_CALLS] * values["pages_per_call"]),
-            "gb_freed": float(s.run_cells[st.G_OS_CALLS] * values["pages_per_call"] * PAGE_BYTES / 1e9),
+            "os_wait_s": float(final.run_times[state.GF_OS_WAIT]) / 1e6,
+            "os_queue_s": float(final.run_times[state.GF_OS_QUEUE]) / 1e6,
+            "os_busy_s": float(final.run_times[state.GF_OS_BUSY]) / 1e6,
+            "os_calls": int(final.run_cells[state.G_OS_CALLS]),
+            "pages_freed": float(final.run_cells[state.G_OS_CALLS] * values["pages_per_call"]),
+            "gb_freed": float(final.run_cells[state.G_OS_CALLS] * values["pages_per_call"] * PAGE_BYTES / 1e9),
             "sessions": pd.DataFrame({"session": np.arange(1, len(elapsed) + 1), "elapsed_ms": elapsed,
-                                      "cpu_ms": s.worker_times[:, st.WF_CPU] / 1000.0,
-                                      "kernel_cpu_ms": s.worker_times[:, st.WF_KERNEL] / 1000.0,
-                                      "os_wait_ms": s.worker_times[:, st.WF_OSWAIT] / 1000.0}),
+                                      "cpu_ms": final.worker_times[:, state.WF_CPU] / 1000.0,
+                                      "kernel_cpu_ms": final.worker_times[:, state.WF_KERNEL] / 1000.0,
+                                      "os_wait_ms": final.worker_times[:, state.WF_OSWAIT] / 1000.0}),
         }
     return collect
 
@@ -153,12 +153,12 @@ def estimate(snap: Snapshot) -> evidence.Point:
     defaults = SCENARIO.defaults()
     sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
     calls = evidence.need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
-    x = calls / snap.interval_s
+    visits_per_s = calls / snap.interval_s
     evidence.check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,
                        sessions, snap.interval_s, snap.get("wait", "MEMORY_ALLOCATION_EXT", "max_time_ms"))
     response = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / calls
-    service, think = evidence.repairman_service(sessions, sessions / x * 1e6, response)
-    how = (f"{sessions} sessions make {x:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
+    service, think = evidence.repairman_service(sessions, sessions / visits_per_s * 1e6, response)
+    how = (f"{sessions} sessions make {visits_per_s:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
            f"gives {service:,.1f} us of serialised work per call")
     fitted = {"page_us_no_lpim": (service / defaults["pages_per_call"], "us",
                                   how + f", over {defaults['pages_per_call']:g} pages per call"),
@@ -172,7 +172,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                 "it cannot show (Obbish's 1.33 us is used)", "a capture with lock pages in memory on"),
                "pages_per_call": ("pages freed per OS call", "an ETW trace of FreePage calls (Obbish's method)"),
                "os_calls_per_rowgroup": ("calls per rowgroup", "the rowgroups compressed in the interval")}
-    return evidence.Point(fitted, settings, assumed, x)
+    return evidence.Point(fitted, settings, assumed, visits_per_s)
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
@@ -197,7 +197,7 @@ SCENARIO = Scenario(
     name="cci-decommit", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="rows", per_s=rows_per_s),
     reported_waits=("MEMORY_ALLOCATION_EXT",),
-    capture=Capture(session_param="sessions", rows=lambda values, result: []),
+    capture=Capture(session_param="sessions", rows=no_rows),
     diagnosis=DiagnosisRule(label="MEMORY_ALLOCATION_EXT", looks_like="preemptive memory calls to the OS", rank=5,
                             claims=claims),
     estimate=estimate, size_run=size_run, size_params=("rowgroups",),

@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.engine import state as st
+from models.engine import state
 from models.engine.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, scheduling_params
-from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
 from models.workload import MemorySpec, Workload
 
 KB_PER_MB = 1024
@@ -153,40 +153,40 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
 
 def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: the per-query table, the grant log and the semaphore's counters."""
-    def collect(s: st.State) -> dict[str, Any]:
+    def collect(final: state.State) -> dict[str, Any]:
         n, dop = values["queries"], values["maxdop"]
         coord = np.arange(n) * (dop + 1)
-        outcome = s.workers[coord, st.W_OUTCOME]
+        outcome = final.workers[coord, state.W_OUTCOME]
         shares = worker_rows(values)
         rows = []
         for q, w in enumerate(coord):
-            done = outcome[q] in (st.GRANT_GRANTED, st.GRANT_FORCED)
-            compress = outcome[q] == st.GRANT_GRANTED or values["behaviour"] == "rtm"
+            done = outcome[q] in (state.GRANT_GRANTED, state.GRANT_FORCED)
+            compress = outcome[q] == state.GRANT_GRANTED or values["behaviour"] == "rtm"
             groups = [rowgroups(r, compress) for r in shares] if done else [(0, 0)]
-            ended = s.workers[w, st.W_STATE] == st.DONE
+            ended = final.workers[w, state.W_STATE] == state.DONE
             rows.append({
                 "query": q + 1,
-                "start_ms": s.worker_times[w, st.WF_ARRIVE] / 1000.0,
-                "grant_wait_ms": s.worker_times[w, st.WF_GWAIT] / 1000.0,
-                "outcome": st.GRANT_OUTCOMES[outcome[q]],
+                "start_ms": final.worker_times[w, state.WF_ARRIVE] / 1000.0,
+                "grant_wait_ms": final.worker_times[w, state.WF_GWAIT] / 1000.0,
+                "outcome": state.GRANT_OUTCOMES[outcome[q]],
                 "granted_mb": grant_mb(values) if done else 0.0,  # given back by FREE at the end: the grant, not what is left
                 "compressed_rowgroups": sum(g[0] for g in groups),
                 "delta_store_rowgroups": sum(g[1] for g in groups),
-                "elapsed_ms": (s.worker_times[w, st.WF_TSTATE] - s.worker_times[w, st.WF_ARRIVE]) / 1000.0 if ended else np.nan,
+                "elapsed_ms": (final.worker_times[w, state.WF_TSTATE] - final.worker_times[w, state.WF_ARRIVE]) / 1000.0 if ended else np.nan,
             })
         table = pd.DataFrame(rows)
-        n_log = int(s.run_cells[st.G_SEM_LOGN])
-        glog = s.glog[:n_log]
+        n_log = int(final.run_cells[state.G_SEM_LOGN])
+        glog = final.glog[:n_log]
         return {
             "queries": table,
-            "grants": pd.DataFrame({"time_ms": glog[:, st.GL_TIME] / 1000.0,
-                                    "granted_mb": glog[:, st.GL_GRANTED] / KB_PER_MB,
-                                    "waiters": glog[:, st.GL_WAITERS].astype(np.int64)}),
+            "grants": pd.DataFrame({"time_ms": glog[:, state.GL_TIME] / 1000.0,
+                                    "granted_mb": glog[:, state.GL_GRANTED] / KB_PER_MB,
+                                    "waiters": glog[:, state.GL_WAITERS].astype(np.int64)}),
             "grant_mb": grant_mb(values),
             "target_mb": target_mb(values),
             "limit_mb": float(values["max_server_memory_mb"]),
-            "forced_grant_count": int(s.run_cells[st.G_SEM_FORCED]),
-            "timeout_error_count": int(s.run_cells[st.G_SEM_TIMEOUTS]),
+            "forced_grant_count": int(final.run_cells[state.G_SEM_FORCED]),
+            "timeout_error_count": int(final.run_cells[state.G_SEM_TIMEOUTS]),
         }
     return collect
 
@@ -317,7 +317,7 @@ SCENARIO = Scenario(
     name="cci-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="rows", per_s=rows_per_s),
     reported_waits=("RESOURCE_SEMAPHORE",),
-    capture=Capture(session_param="queries", rows=lambda values, result: []),
+    capture=Capture(session_param="queries", rows=no_rows),
     diagnosis=DiagnosisRule(label="RESOURCE_SEMAPHORE", looks_like="queries waiting for memory grants", rank=4,
                             claims=claims),
     estimate=estimate, size_run=lambda values, visits, seconds: {}, size_params=("rows_per_query",),

@@ -17,7 +17,7 @@ from models.engine.program import DISTRIBUTIONS, EX, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput, no_rows
 from models.workload import LatchSpec, Workload
 
 PARAMS = (
@@ -75,7 +75,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
     """A fixed set of sessions in a loop: the repairman through the arrival theorem (:func:`closed_repairman`)."""
     cls = evidence.top_class(snap)
     workers, workers_how = evidence.setting(snap, "sessions", 8, "workers")
-    obs, x, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, workers)
+    obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, workers)
     schedulers, sched_how = evidence.schedulers(snap)
     fitted = {"hold_ms": (hold / 1000.0, "ms", how), "think_ms": (think / 1000.0, "ms", how)}
     settings = {"workers": (workers, workers_how), "schedulers": (schedulers, sched_how)}
@@ -83,7 +83,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                "think_dist": ("the think time's spread", "per-acquire timestamps (a trace)")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(workers, schedulers))
-    return evidence.Point(fitted, settings, assumed, x)
+    return evidence.Point(fitted, settings, assumed, visits_per_s)
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
@@ -107,7 +107,7 @@ SCENARIO = Scenario(
     name="closed-latch", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="acquires"),
     reported_waits=("LATCH",),
-    capture=Capture(session_param="workers", rows=lambda values, result: []),
+    capture=Capture(session_param="workers", rows=no_rows),
     diagnosis=DiagnosisRule(label="LATCH_EX", looks_like="LATCH_EX on another class: one acquire per batch, or many",
                             rank=7, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("acquires",), changes=(),

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from models.calibration import CONTEXT_SWITCH_US
-from models.engine import state as st
+from models.engine import state
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
     FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, Program,
@@ -225,28 +225,28 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
 
 def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: splits, pages, query duration and the insert log for a heat map."""
-    def collect(s: st.State) -> dict[str, Any]:
-        bt = s.bt
-        n_leaves = int(bt[st.BT_LEAVES])
-        leaves = s.leaves[:n_leaves]
-        rank = np.full(int(bt[st.BT_PAGES]), -1, dtype=np.int64)
+    def collect(final: state.State) -> dict[str, Any]:
+        bt = final.bt
+        n_leaves = int(bt[state.BT_LEAVES])
+        leaves = final.leaves[:n_leaves]
+        rank = np.full(int(bt[state.BT_PAGES]), -1, dtype=np.int64)
         rank[leaves] = np.arange(n_leaves)
-        n = int(bt[st.BT_HEATN])
-        pages = s.heat[:n, 1].astype(np.int64)
-        done = s.workers[:, st.W_STATE] == st.DONE
-        duration_us = float((s.worker_times[done, st.WF_TSTATE] - s.worker_times[done, st.WF_ARRIVE] - s.worker_times[done, st.WF_SLEPT]).sum())
-        rows = int(s.run_cells[st.G_UNITS])
+        n = int(bt[state.BT_HEATN])
+        pages = final.heat[:n, 1].astype(np.int64)
+        done = final.workers[:, state.W_STATE] == state.DONE
+        duration_us = float((final.worker_times[done, state.WF_TSTATE] - final.worker_times[done, state.WF_ARRIVE] - final.worker_times[done, state.WF_SLEPT]).sum())
+        rows = int(final.run_cells[state.G_UNITS])
         return {
             "rows": rows,
             "leaf_pages": n_leaves,
-            "mid_splits": int(bt[st.BT_MID_SPLITS]),
-            "end_splits": int(bt[st.BT_END_SPLITS]),
-            "nonleaf_splits": int(bt[st.BT_NONLEAF_SPLITS]),
+            "mid_splits": int(bt[state.BT_MID_SPLITS]),
+            "end_splits": int(bt[state.BT_END_SPLITS]),
+            "nonleaf_splits": int(bt[state.BT_NONLEAF_SPLITS]),
             "rows_per_page": rows_per_page(values["row_bytes"]),
             "query_duration_ms": duration_us / 1000.0,
-            "cpu_ms": float(s.worker_times[:, st.WF_CPU].sum()) / 1000.0,
+            "cpu_ms": float(final.worker_times[:, state.WF_CPU].sum()) / 1000.0,
             "inserts": pd.DataFrame({
-                "time_ms": s.heat[:n, 0] / 1000.0,
+                "time_ms": final.heat[:n, 0] / 1000.0,
                 "page": pages,
                 "leaf_position": rank[pages] / max(1, n_leaves - 1),
             }),
@@ -318,20 +318,20 @@ def estimate(snap: Snapshot) -> evidence.Point:
         raise evidence.FitError("the snapshot has no Transactions/sec or Batch Requests/sec counter: the fit needs the "
                        "rows inserted per second (capture the counters, as the script does by default)")
     rows = calls * defaults["batch_rows"]
-    x = rows / snap.interval_s
+    visits_per_s = rows / snap.interval_s
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
     obs = evidence.latch_obs(snap, "BUFFER", "PAGELATCH")
     evidence.check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
-    hold, think_all = evidence.closed_repairman(sessions, sessions / x * 1e6, wait, p, obs.handoff_us)
+    hold, think_all = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
     per_page = rows_per_page(defaults["row_bytes"])
     under = hold - defaults["new_page_us"] / per_page
     cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
     before = cpu_row - hold - defaults["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
-    think = sessions / x * 1e6 - wait - cpu_row
-    how = (f"{sessions} sessions at {x:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
+    think = sessions / visits_per_s * 1e6 - wait - cpu_row
+    how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us")
     fitted = {"cpu_under_us": (under, "us", how + f", less the new page's share ({defaults['new_page_us']:g} us per "
@@ -348,7 +348,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                "the splits' own latch holds (a trace of page splits)")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
-    return evidence.Point(fitted, settings, assumed, x)
+    return evidence.Point(fitted, settings, assumed, visits_per_s)
 
 
 HOT_SHARE = 0.5  # one index must hold at least this share of the page latch waits to be a hot page

@@ -26,7 +26,7 @@ from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
 from models.workload import LatchSpec, Workload
 
 EXTENT_PAGES = 8
@@ -131,6 +131,31 @@ def check(values: dict[str, Any]) -> None:
 BUSY_SWITCHES = 1.5     # a co-tenant's scheduler switches at least this many times as often as the median one
 
 
+def _latch_policy(obs: evidence.LatchObs, cls: str) -> tuple[str, str]:
+    """Fair, as SQL Server's latches queue, except a NESTING_TRANSACTION_FULL latch that spins more than it waits.
+
+    Trace flag 3933 makes only the nesting-transaction latches unfair (White,
+    2022); LATCH_SPIN_STATS counts every latch's spinning, so it says
+    something of this class only when the class's waits all but vanish.
+    """
+    if cls == "NESTING_TRANSACTION_FULL" and obs.spins > obs.waits:
+        return "unfair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
+                          "requesters spin and barge (trace flag 3933)")
+    if cls == "NESTING_TRANSACTION_FULL":
+        return "fair", (f"{obs.spins:,.0f} LATCH_SPIN_STATS collisions against {obs.waits:,.0f} waits: "
+                        "waiters queue (no trace flag 3933)")
+    return "fair", "SQL Server's latches queue their waiters first come, first served"
+
+
+def _spin_fit(obs: evidence.LatchObs) -> dict[str, tuple[float, str, str]]:
+    """Spins per spin round, for a latch that spins: each collision spins a round, and one more after each back-off."""
+    if obs.spins <= obs.waits or obs.spin_rounds <= 0:
+        return {}
+    return {"spins_per_round": (obs.spin_count / obs.spin_rounds, "",
+                                f"{obs.spin_count:,.0f} spins over {obs.spins:,.0f} collisions and "
+                                f"{obs.spin_rounds - obs.spins:,.0f} back-offs (one spin round each)")}
+
+
 def estimate(snap: Snapshot) -> evidence.Point:
     """MAXDOP workers logging through NESTING_TRANSACTION_FULL: the closed repairman per log record.
 
@@ -169,19 +194,19 @@ def estimate(snap: Snapshot) -> evidence.Point:
         # workers no longer keep pace (the ones on schedulers of their own finish first).  The CPU per log
         # record still shows: the schedulers' CPU less the co-tenant's (its scheduler's CPU beyond what the
         # median worker's scheduler used), over the records.
-        x, rate_how = evidence.visit_rate(snap, cls, obs)
+        visits_per_s, rate_how = evidence.visit_rate(snap, cls, obs)
         cpu = sched.set_index(sched["name"].astype(int))["time_ms"].fillna(0.0)
         workers = cpu[(cpu.index != busy) & (cpu > 0)]
         co_tenant = max(float(cpu.get(busy, 0.0)) - float(workers.median()) if len(workers) else 0.0, 0.0)
-        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (x * snap.interval_s) - defaults["hold_us"]
+        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (visits_per_s * snap.interval_s) - defaults["hold_us"]
         rate_how += (f"; {float(cpu.sum()):,.0f} ms of scheduler CPU less the co-tenant's {co_tenant:,.0f} ms, "
                      f"less the {defaults['hold_us']:g} us hold assumed")
         assumed["hold_us"] = ("hand-offs to the worker that shares a scheduler with the co-tenant wait out its "
                               "quantum and swamp the hold", "a snapshot without the co-tenant")
         assumed["wakeup_us"] = evidence.SHARED_HANDOFF
     else:
-        unfair = evidence.latch_policy(obs, cls)[0] == "unfair"
-        obs, x, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair)
+        unfair = _latch_policy(obs, cls)[0] == "unfair"
+        obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair)
         fitted["hold_us"] = (hold, "us", how)
         if not unfair:  # an unfair latch hands nothing off: its few waits say nothing of a hand-off
             switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
@@ -190,14 +215,14 @@ def estimate(snap: Snapshot) -> evidence.Point:
     fitted["cpu_per_row_us"] = (cpu_row, "us", f"the {think:,.1f} us between log records ({rate_how}, Little's "
                                 f"law) less {defaults['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
                                 "rows per record")
-    policy, policy_how = evidence.latch_policy(obs, cls)
+    policy, policy_how = _latch_policy(obs, cls)
     if policy == "unfair":
-        fitted.update(evidence.spin_fit(obs))
+        fitted.update(_spin_fit(obs))
         assumed["spin_us"] = ("the CPU one spin round takes: the counters give spins, not their time",
                               "a CPU profile of the spinning (ETW sampling)")
     settings = {"maxdop": (maxdop, maxdop_how), "schedulers": (schedulers, sched_how),
                 "policy": (policy, policy_how), "busy_scheduler": (busy, busy_how)}
-    return evidence.Point(fitted, settings, assumed, x)
+    return evidence.Point(fitted, settings, assumed, visits_per_s)
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
@@ -234,7 +259,7 @@ SCENARIO = Scenario(
     name="parallel-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="log records"),
     reported_waits=("LATCH",),
-    capture=Capture(session_param=None, rows=lambda values, result: [],
+    capture=Capture(session_param=None, rows=no_rows,
                     sessions=lambda values: 1 + (values["busy_scheduler"] >= 0)),  # the insert, and the co-tenant
     diagnosis=DiagnosisRule(label="NESTING_TRANSACTION_FULL", looks_like="LATCH_EX, on that latch class", rank=1,
                             claims=claims),

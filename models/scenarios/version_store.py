@@ -235,7 +235,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
         row_bytes, bytes_how = defaults["row_bytes"], "no version-generation counter: the default size assumed"
         assumed["row_bytes"] = ("the version size", "the Version Generation rate (KB/s) counter and Transactions/sec")
     appends = chunks(row_bytes)
-    obs, x, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, connections, (TRANSACTIONS, appends))
+    obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, connections, (TRANSACTIONS, appends))
     hold_us = hold - defaults["new_page_us"] * float(page_rate(row_bytes)) / appends
     cpu = think * appends
     fitted = {"hold_us": (hold_us, "us", how + f", less the new pages' share ({defaults['new_page_us']:g} us per page)"),
@@ -247,7 +247,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
     if "row_bytes" not in assumed:
         settings["row_bytes"] = (row_bytes, bytes_how)
     assumed["new_page_us"] = ("the extra hold of a new page is part of the mean hold", "a latch hold-time trace")
-    return evidence.Point(fitted, settings, assumed, x)
+    return evidence.Point(fitted, settings, assumed, visits_per_s)
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
