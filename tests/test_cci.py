@@ -280,3 +280,25 @@ def test_the_explorer_moves_the_forced_inserts_between_lines_with_the_build():
     assert counts[("rtm", "forced, compressed")] == 2 and counts[("rtm", "forced, delta stores only")] == 0
     assert counts[("cu14", "forced, compressed")] == 0 and counts[("cu14", "forced, delta stores only")] == 2
     assert counts[("cu14", "granted at once")] == 3 and counts[("cu14", "error 8645")] == 0
+
+
+def test_throughput_counts_every_query_that_got_memory_and_ended():
+    """Forced-minimum queries insert their rows too; a failed one inserts none (the CLI and the what-ifs count this)."""
+    spec = models.get_scenario("cci-insert")
+    result = models.run("cci-insert")
+    outcomes = result.queries["outcome"]
+    assert (outcomes == "forced_minimum").any() and (outcomes == "granted").any()  # the case this test is about
+    done = outcomes.isin(["granted", "forced_minimum"]).sum()
+    seconds = result.elapsed_ms / 1000.0
+    assert spec.throughput.per_s(result) == done * result.params["rows_per_query"] / seconds
+
+
+def test_a_truncated_decommit_run_counts_only_the_os_calls_it_made():
+    spec = models.get_scenario("cci-decommit")
+    full = models.run("cci-decommit")
+    with pytest.warns(UserWarning, match="truncated"):
+        cut = models.run("cci-decommit", max_sim_ms=full.elapsed_ms / 4)
+    seconds = cut.elapsed_ms / 1000.0
+    made = cut.extra["os_calls"] / cut.params["os_calls_per_rowgroup"]
+    assert made < cut.params["sessions"] * cut.params["rowgroups"]
+    assert spec.throughput.per_s(cut) == pytest.approx(made * 1_048_576 / seconds)

@@ -183,8 +183,13 @@ def claims(clue: evidence.Clue) -> list[str] | None:
 
 
 def rows_per_s(result: Any) -> float:
-    """Rows compressed per second: every session's rowgroups are full ones."""
-    return result.params["sessions"] * result.params["rowgroups"] * ROWGROUP_ROWS / (result.elapsed_ms / 1000.0)
+    """Rows compressed per second: every session's rowgroups, or in a run cut short, the rowgroups' worth of OS calls made."""
+    params = result.params
+    if result.truncated:
+        rowgroups_done = result.extra["os_calls"] / params["os_calls_per_rowgroup"]
+    else:
+        rowgroups_done = params["sessions"] * params["rowgroups"]
+    return rowgroups_done * ROWGROUP_ROWS / (result.elapsed_ms / 1000.0)
 
 
 def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from models.engine import state
 from models.engine.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
+from models.engine.state import GRANT_FORCED, GRANT_GRANTED, GRANT_OUTCOMES
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, scheduling_params
@@ -296,10 +297,13 @@ def claims(clue: evidence.Clue) -> list[str] | None:
 
 
 def rows_per_s(result: Any) -> float:
-    """Rows inserted per second by the queries that got memory (granted or forced)."""
+    """Rows inserted per second by the queries that got memory (granted, or forced their minimum) and ended."""
     queries = result.queries
-    done = queries["outcome"].isin(["granted", "forced"]).sum() if queries is not None else 0
-    return float(done * result.params["rows_per_query"] / (result.elapsed_ms / 1000.0))
+    if queries is None:
+        return 0.0
+    done = queries["outcome"].isin([GRANT_OUTCOMES[GRANT_GRANTED], GRANT_OUTCOMES[GRANT_FORCED]])
+    done &= queries["elapsed_ms"].notna()  # a query a truncated run cut short has not inserted its rows yet
+    return float(done.sum() * result.params["rows_per_query"] / (result.elapsed_ms / 1000.0))
 
 
 CHANGES = (
