@@ -258,28 +258,28 @@ def _row(change: str, what: str, throughput: Range | None, wait: Range | None, n
 
 
 def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
-    """The fitted model now, then every change: predicted throughput and wait with their ranges, or why not.
+    """The fitted model now, then each of its scenario's changes: predicted throughput and wait with their ranges, or why not.
 
     With the snapshot, the first row's note holds the fitted model's waits against the capture's.
     """
     if not isinstance(fit, Fit):
         raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fitting.fit.fit")
-    now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit)) if fit.scenario else None
-    rows = []
-    if now is not None:
-        notes = [check(fit, snap, now)] if snap is not None else []
-        held = replicates_held(fit)
-        if held:
-            notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
-                         "held at its bounds")
-        rows.append(_row("now", "the fitted model, unchanged", now[0], now[1], now[0],
-                         unit(models.get_scenario(fit.scenario)), "; ".join(notes)))
-    for spec, change in ([(models.get_scenario(fit.scenario), c) for c in models.get_scenario(fit.scenario).changes]
-                         if fit.scenario else []):
+    if fit.scenario is None:  # nothing was fitted: no model to run, no change to make
+        return pd.DataFrame([])
+    spec = models.get_scenario(fit.scenario)
+    now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit))
+    notes = [check(fit, snap, now)] if snap is not None else []
+    held = replicates_held(fit)
+    if held:
+        notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
+                     "held at its bounds")
+    rows = [_row("now", "the fitted model, unchanged", now[0], now[1], now[0], unit(spec), "; ".join(notes))]
+    for change in spec.changes:
         try:
-            p = predict(fit, change.name, now=now)
+            prediction = predict(fit, change.name, now=now)
         except ParameterError as err:  # the change would take the fitted model out of its range
             rows.append(_row(change.name, change.what, None, None, None, unit(spec), f"not modelled: {err}"))
             continue
-        rows.append(_row(p.change, p.what, p.throughput, p.wait_ms_per_s, p.now_throughput, p.unit, p.note))
+        rows.append(_row(prediction.change, prediction.what, prediction.throughput, prediction.wait_ms_per_s,
+                         prediction.now_throughput, prediction.unit, prediction.note))
     return pd.DataFrame(rows)
