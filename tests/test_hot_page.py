@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import models
+from models import calibration
 from models.engine import btree
 from models.book.analysis import hot_page as hp
 from models.params import ParameterError
@@ -73,10 +74,12 @@ def test_flow_control_admits_one_session_per_scheduler():
 
 def test_think_time_is_outside_query_duration():
     r = run(sessions=1, inserts_per_session=200, think_us=10_000.0)
-    # one session never waits: duration is the CPU it ran plus a context switch back in after each
-    # think; elapsed adds the think time
-    switches_ms = 201 * r.params["context_switch_us"] / 1000  # the first dispatch and one after each think
-    assert r.extra["query_duration_ms"] == pytest.approx(r.extra["cpu_ms"] + switches_ms, rel=1e-9, abs=1e-6)
+    # one session never waits: duration is the CPU it ran, its commits' flushes and a context switch back in
+    # after each flush and think; elapsed adds the think time
+    switches_ms = 401 * r.params["context_switch_us"] / 1000  # the first dispatch, one after each flush and think
+    flushes_ms = 200 * r.params["log_flush_us"] / 1000
+    assert r.extra["query_duration_ms"] == pytest.approx(r.extra["cpu_ms"] + switches_ms + flushes_ms, rel=1e-9,
+                                                         abs=1e-6)
     assert r.elapsed_ms > r.extra["query_duration_ms"] + 200 * 5.0
 
 
@@ -85,7 +88,8 @@ def test_single_session_matches_the_sum_of_its_costs():
     v = dict(SMALL, sessions=1, inserts_per_session=1000, think_us=0.0, context_switch_us=0.0, wakeup_us=0.0)
     r = models.run("last-page-insert", **v)
     splits = r.extra["end_splits"] + r.extra["mid_splits"]
-    expected = 1000 * (v["cpu_before_us"] + v["cpu_under_us"]) + splits * (v["alloc_us"] + v["new_page_us"])
+    expected = (1000 * (v["cpu_before_us"] + v["cpu_under_us"] + v["log_flush_us"])
+                + splits * (v["alloc_us"] + v["new_page_us"]))
     assert r.elapsed_ms * 1000 == pytest.approx(expected, rel=1e-6)
     assert splits == 1000 // lpi.rows_per_page(60)
 
@@ -119,7 +123,7 @@ def test_derived_figures():
 
 def test_fit_reproduces_the_stored_setup():
     got = hp.fit(seeds=(1, 2, 3))  # about a minute: the fit is the derivation the chapter quotes
-    assert got["cpu_under_us"] == pytest.approx(hp.CPU_UNDER_US, abs=0.5)
+    assert got["contender_cost_us"] == pytest.approx(hp.CONTENDER_COST_US, abs=0.15)
     assert got["new_page_us"] == pytest.approx(hp.NEW_PAGE_US, abs=3.0)
     assert hp.fit_think_004() == pytest.approx(hp.THINK_004_US, rel=0.03)
 
@@ -130,11 +134,75 @@ def test_calibrated_setups_hit_their_targets():
     assert hp.run(hp.SETUP_004).throughput_per_s == pytest.approx(hp.BIONDI_ROWS_PER_S, rel=0.08)
 
 
+@pytest.mark.parametrize("wakeup", hp.WAKEUP_BAND_US)
+def test_each_band_refit_hits_the_same_targets(wakeup):
+    """The band's ends are fits too: each reproduces the 9.7 s and the wide rows' 1,082 s (what stays unidentified)."""
+    setup = hp.at_wakeup(wakeup)
+    assert hp.run(setup).elapsed_ms / 1000 == pytest.approx(hp.POCHE["wall_s"], rel=0.06)
+    assert hp.run(hp.wide(setup)).extra["query_duration_ms"] / 1000 == pytest.approx(hp.POCHE["wide_s"], rel=0.1)
+
+
+def test_scenario_defaults_are_the_chapters_calibration():
+    defaults = lpi.SCENARIO.defaults()
+    for name in ("think_us", "cpu_before_us", "cpu_under_us", "log_flush_us", "contender_cost_us", "new_page_us",
+                 "alloc_us", "move_row_us", "row_bytes", "schedulers", "sessions"):
+        assert defaults[name] == pytest.approx(hp.SETUP_002[name]), name
+    assert hp.CPU_UNDER_US == pytest.approx(4.16) and hp.LOG_FLUSH_US == pytest.approx(9.4)
+    assert (hp.POCHE["serial_us_per_row"], hp.POCHE["batch500_us_per_row"]) == (
+        calibration.POCHE_SERIAL_US_PER_ROW, calibration.POCHE_BATCH500_US_PER_ROW)
+
+
+def test_the_queue_makes_a_cliff_and_flow_control_both_hurts_and_helps():
+    """Past the point where the queue feeds the hold, rows/s fall as sessions are added (Lahoud's cliff);
+    flow control costs a little below it and wins above it (Radivojevic: 16% slower at 100 sessions, faster in
+    a convoy)."""
+    rate = {(n, flow): hp.run(sessions=n, inserts_per_session=200, optimize_for_sequential_key=flow).throughput_per_s
+            for n in (32, 64, 400) for flow in ("off", "on")}
+    assert rate[(400, "off")] < 0.6 * rate[(64, "off")]
+    assert rate[(32, "on")] < rate[(32, "off")]
+    assert rate[(400, "on")] > 2 * rate[(400, "off")]
+    # without the queue's cost there is no cliff: rows/s only level off
+    flat = {n: hp.run(sessions=n, inserts_per_session=200, contender_cost_us=0.0).throughput_per_s for n in (64, 400)}
+    assert flat[400] > 0.9 * flat[64]
+
+
+def test_more_schedulers_slow_the_insert_under_flow_control():
+    """Flow control lets one session per scheduler at the page: more schedulers, a longer queue, a longer hold."""
+    table = hp.schedulers_table((8, 64)).set_index("schedulers")
+    assert table.loc[64, "on_rows_per_s"] < 0.8 * table.loc[8, "on_rows_per_s"]
+
+
+def test_batching_is_the_strongest_fix_at_pochés_setup():
+    band = hp.batching_band((1, 10)).set_index("batch_rows")
+    assert band.loc[10, "low"] > 2 * band.loc[1, "high"]
+
+
+def test_identity_inserts_start_new_pages_at_the_end():
+    """An ascending key never splits a page in the middle when sessions take their keys in order (Poché)."""
+    r = hp.run(inserts_per_session=200)
+    assert r.extra["mid_splits"] <= 0.02 * r.extra["end_splits"]
+
+
+def test_allocation_waits_are_pagelatch_up():
+    r = run(**hp.wide(SMALL))
+    assert "LATCH_EX" not in set(r.wait_stats["wait_type"]) or hp.waits(r)["LATCH_EX"] == 0
+    assert "PAGELATCH_UP" in set(r.wait_stats["wait_type"])
+
+
+def test_log_flush_is_in_the_duration_and_off_the_latch():
+    one = dict(SMALL, sessions=1, inserts_per_session=100, think_us=0.0, context_switch_us=0.0, wakeup_us=0.0)
+    base = models.run("last-page-insert", **dict(one, log_flush_us=0.0))
+    flushed = models.run("last-page-insert", **dict(one, log_flush_us=50.0))
+    assert flushed.extra["query_duration_ms"] - base.extra["query_duration_ms"] == pytest.approx(100 * 0.05)
+    assert flushed.extra["cpu_ms"] == pytest.approx(base.extra["cpu_ms"])
+
+
 def test_latch_percentiles_are_per_class():
     """Each class's percentiles come from its own acquires: a class that never waited shows 0, not another's tail."""
-    r = run(**hp.wide(SMALL))
+    r = run(**dict(hp.wide(SMALL), optimize_for_sequential_key="on", sessions=4, schedulers=4, inserts_per_session=500))
     stats = r.latch_stats.set_index("latch_class")
-    assert set(stats.index) == {"BUFFER", "ALLOCATION"}
+    assert set(stats.index) == {"BUFFER", "BTREE_INSERT_FLOW_CONTROL"}
     for cls, row in stats.iterrows():
         assert row["p99_wait_ms"] <= row["max_wait_time_ms"] + 1e-9, cls
     assert stats.loc["BUFFER", "p99_wait_ms"] > 0
+    assert stats.loc["BTREE_INSERT_FLOW_CONTROL", "p99_wait_ms"] == 0

@@ -27,7 +27,7 @@ def _row(prog: Program, at: int) -> tuple:
 EMITTED = [
     # (call, (op, a, b, c, x)) -- the operand layout of the module docstring's table
     (lambda p: p.cpu(12.5), (CPU, FIXED, -1, 0, 12.5)),
-    (lambda p: p.cpu(3.0, EXPONENTIAL, contended_latch=4), (CPU, EXPONENTIAL, 4, 0, 3.0)),
+    (lambda p: p.cpu(3.0, EXPONENTIAL, contended_latch=4), (CPU, EXPONENTIAL, 4, 1, 3.0)),
     (lambda p: p.acquire(7), (ACQUIRE, 7, EX, 0, 0.0)),
     (lambda p: p.acquire(2, SH), (ACQUIRE, 2, SH, 0, 0.0)),
     (lambda p: p.acquire(register(R_LEAF), UP), (ACQUIRE, -1 - R_LEAF, UP, 0, 0.0)),

@@ -320,7 +320,7 @@ def worker_steps(draw, prog: Program, latches: int) -> int:
         elif kind == "latch":
             latch, mode = draw(st.integers(0, latches - 1)), draw(st.integers(0, len(MODE_NAMES) - 1))
             prog.acquire(latch, mode)
-            prog.cpu(us, dist, contended_latch=latch if draw(st.booleans()) else -1)
+            prog.cpu(us, dist, contended_latch=latch if draw(st.booleans()) else None)
             prog.release(latch, mode)
         else:
             prog.yield_point(us)

@@ -115,11 +115,15 @@ def execute(mem, w, now):
         op = prog_i[pc, P_OP]
         if op == CPU:
             dist, us = prog_i[pc, P_A], prog_x[pc]  # SCALED: us per row the last SPLIT moved
-            contended = prog_i[pc, P_B]  # a latch whose every contender adds to the burst, or -1
             if dist == SCALED:
                 dur = us * workers[w, W_SCALE]
             else:
                 dur = draw(t.rng, t.run_times, GF_LOG_AHEAD, dist, us)
+            contended = -1  # a latch whose every contender adds to the burst
+            if prog_i[pc, P_C]:
+                contended = prog_i[pc, P_B]
+                if contended < 0:  # a register, as for ACQUIRE
+                    contended = workers[w, W_REG0 - 1 - contended]
             if contended >= 0:
                 contenders = latches[contended, L_QLEN] + latches[contended, L_SPINNERS]
                 dur += latch_times[contended, LF_CONTCOST] * contenders

@@ -9,9 +9,10 @@ event loop in :mod:`models.engine` never changes from one scenario to the next.
 opcode         meaning (operands)
 =============  ===========================================================
 ``CPU``        run on the scheduler for ``x`` us; ``a`` = FIXED or EXPONENTIAL;
-               ``b`` = a latch index whose ``contender_cost_us`` is added once
-               per worker contending for that latch at the start of the
-               burst (-1: none); ``c`` unused.  Non-preemptive.
+               ``b`` = a latch (or register) whose ``contender_cost_us`` is
+               added once per worker contending for that latch at the start
+               of the burst, when ``c`` is 1 (0: no such latch).
+               Non-preemptive.
 ``ACQUIRE``    acquire latch ``a`` in mode ``b`` (KP, SH, UP, EX, DT).
 ``RELEASE``    release latch ``a`` held in mode ``b``.
 ``YIELD``      a yield point: if the quantum is used up (or has less than
@@ -151,9 +152,12 @@ class Program:
         """Return the address where the next program begins."""
         return len(self.op)
 
-    def cpu(self, us: float, dist: int = FIXED, contended_latch: int = -1) -> int:
-        """A CPU burst of ``us`` microseconds (mean, if exponential)."""
-        return self._emit(CPU, dist, contended_latch, 0, us)
+    def cpu(self, us: float, dist: int = FIXED, contended_latch: int | None = None) -> int:
+        """A CPU burst of ``us`` microseconds (mean, if exponential), longer by the contender cost of
+        ``contended_latch`` (a latch number or a :func:`register`) per worker contending for it."""
+        if contended_latch is None:
+            return self._emit(CPU, dist, 0, 0, us)
+        return self._emit(CPU, dist, contended_latch, 1, us)
 
     def acquire(self, latch: int, mode: int = EX) -> int:
         """Acquire ``latch`` (a latch number, or a :func:`register`) in ``mode``."""

@@ -12,19 +12,30 @@ latch, release.  Rows of one call that land on the page already held share
 its latch: one acquire per page touched.
 
 A full leaf sends the insert down the split path: it lets the leaf go, walks
-again taking the parent in EX, takes the allocation latch for ``alloc_us``,
+again taking the parent in EX, latches the allocation page in UP for
+``alloc_us`` (SQL Server latches PFS, GAM and SGAM pages in PAGELATCH_UP),
 and holds the leaf ``new_page_us`` longer to format the new page, plus
 ``move_row_us`` per row moved.  An ascending key starts an empty page at the
 end (nothing moves); any other key splits the page in the middle.  A full
-parent is split under an EX root.  With ``optimize_for_sequential_key`` on,
+parent is split under an EX root.  After its last release a call waits
+``log_flush_us`` for its commit's log flush (WRITELOG), in its duration but
+off every latch.
+
+A page latch's hold grows by ``contender_cost_us`` for every worker queued on
+it when the row's work starts: the queue's own cost on the owner, which
+Lahoud (2019) describes as throughput falling as insert threads are added,
+and which feeds itself (a longer hold, a longer queue) into the convoy she
+calls a cliff.  With ``optimize_for_sequential_key`` on,
 an unfair gate per scheduler and tree lets one session per scheduler into
 the part of the insert that latches pages (BTREE_INSERT_FLOW_CONTROL), and a
 session whose quantum has less left than its insert needs yields first.
 
-Latch classes: BUFFER (every index page, PAGELATCH_SH/EX) and ALLOCATION (the
-model's stand-in for the allocation structures a new page takes, LATCH_EX).
-The defaults are round illustrative values; the calibrated setups of seeds
-002 and 004 are in :mod:`models.book.analysis.hot_page`.
+Latch classes: BUFFER (every index page and the allocation page,
+PAGELATCH_SH/UP/EX).
+
+The defaults are the hot-page chapter's calibration of Poché's machine (seed
+002), each derived in :mod:`models.book.analysis.hot_page` (a test holds
+them equal), but for 200 inserts a session instead of 1,000.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ from models.calibration import CONTEXT_SWITCH_US
 from models.engine import state
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
-    FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, Program,
+    FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, UP, Program,
     register,
 )
 from models.fitting import evidence
@@ -69,14 +80,19 @@ PARAMS = (
     Param("optimize_for_sequential_key", "choice", "off", choices=("off", "on"),
           help="SQL Server 2019's insert flow control: one session per scheduler into the page-latch path"),
     Param("batch_rows", "int", 1, "rows", 1, 10_000, help="rows one call inserts (a table-valued parameter)"),
-    Param("think_us", "float", 3_300.0, "us", 0.0, 1_000_000.0,
+    Param("think_us", "float", 3_310.0, "us", 0.0, 1_000_000.0,
           help="mean time between calls spent outside SQL Server (client round trip)"),
-    Param("cpu_before_us", "float", 100.0, "us", 0.0, 100_000.0, help="CPU of a call before it latches a page"),
-    Param("cpu_under_us", "float", 20.0, "us", 0.01, 100_000.0, help="CPU per row under the leaf page latch"),
+    Param("cpu_before_us", "float", 112.19, "us", 0.0, 100_000.0, help="CPU of a call before it latches a page"),
+    Param("cpu_under_us", "float", 4.16, "us", 0.01, 100_000.0, help="CPU per row under the leaf page latch"),
     Param("cpu_dist", "choice", "fixed", choices=("fixed", "exponential"),
           help="CPU bursts exactly their mean, or exponential with that mean"),
-    Param("new_page_us", "float", 120.0, "us", 0.0, 100_000.0, help="extra hold of the leaf to format a new page"),
-    Param("alloc_us", "float", 20.0, "us", 0.0, 100_000.0, help="hold of the allocation latch per new page"),
+    Param("new_page_us", "float", 79.3, "us", 0.0, 100_000.0, help="extra hold of the leaf to format a new page"),
+    Param("alloc_us", "float", 20.0, "us", 0.0, 100_000.0,
+          help="hold of the allocation page's latch (PAGELATCH_UP) per new page"),
+    Param("log_flush_us", "float", 9.4, "us", 0.0, 100_000.0,
+          help="the commit's log flush per call, after the page latches are released (WRITELOG)"),
+    Param("contender_cost_us", "float", 2.7, "us", 0.0, 1_000.0,
+          help="extra hold of a page latch per worker queued for it (cache-line traffic)"),
     Param("move_row_us", "float", 1.0, "us", 0.0, 10_000.0, help="extra hold per row a mid-page split moves"),
 ) + common_params(schedulers=16)
 
@@ -124,6 +140,7 @@ def _walk(prog: Program, root_mode: int, parent_mode: int) -> None:
         prog.release(register(R_ROOT), SH)
     prog.find(FIND_LEAF)
     prog.acquire(register(R_LEAF), EX)
+    prog.cpu(0.0, FIXED, contended_latch=register(R_LEAF))  # what the workers queued behind add to this hold
 
 
 def _insert_row(prog: Program, values: dict[str, Any]) -> int:
@@ -141,9 +158,9 @@ def alloc_latch(values: dict[str, Any]) -> int:
 
 def _split(prog: Program, values: dict[str, Any], nonleaf: bool) -> None:
     """Allocate a page, split the leaf (and its parent when ``nonleaf``), and insert the row there."""
-    prog.acquire(alloc_latch(values), EX)
+    prog.acquire(alloc_latch(values), UP)
     prog.cpu(values["alloc_us"], FIXED)
-    prog.release(alloc_latch(values), EX)
+    prog.release(alloc_latch(values), UP)
     prog.split()
     prog.acquire(register(R_NEW), EX)  # the new page: nobody else can reach it yet
     prog.cpu(values["new_page_us"] * (2 if nonleaf else 1), FIXED)
@@ -173,6 +190,8 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
     to_next = prog.branch(BR_MORE_ROWS)
     prog.release(register(R_LEAF), EX)
     finish = prog.release(register(R_GATE), EX)
+    if values["log_flush_us"] > 0:  # the commit: the call waits for its log records to reach the disk
+        prog.sleep(values["log_flush_us"], FIXED)
     prog.loop(call, calls, slot=0)
     prog.end()
     # The next row of the call: on the page held, insert it there; else let the page go and walk again.
@@ -191,6 +210,7 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
     prog.release(register(R_ROOT), SH)
     prog.find(FIND_LEAF)
     prog.acquire(register(R_LEAF), EX)
+    prog.cpu(0.0, FIXED, contended_latch=register(R_LEAF))
     to_late = prog.branch(BR_NOT_FULL)
     _split(prog, values, nonleaf=False)
     prog.release(register(R_LEAF), EX)
@@ -234,7 +254,10 @@ def _collect(values: dict[str, Any]):
         n = int(bt[state.BT_HEATN])
         pages = final.heat[:n, 1].astype(np.int64)
         done = final.workers[:, state.W_STATE] == state.DONE
-        duration_us = float((final.worker_times[done, state.WF_TSTATE] - final.worker_times[done, state.WF_ARRIVE] - final.worker_times[done, state.WF_SLEPT]).sum())
+        # Sleeps are time away from SQL Server but for the commits' log flushes, which a query's duration holds.
+        flushes_us = int(done.sum()) * (values["inserts_per_session"] // values["batch_rows"]) * values["log_flush_us"]
+        duration_us = float((final.worker_times[done, state.WF_TSTATE] - final.worker_times[done, state.WF_ARRIVE]
+                             - final.worker_times[done, state.WF_SLEPT]).sum()) + flushes_us
         rows = int(final.run_cells[state.G_UNITS])
         return {
             "rows": rows,
@@ -265,9 +288,9 @@ def build(values: dict[str, Any]) -> Workload:
     knobs = latch_knobs(values)
     gate = LatchSpec("BTREE_INSERT_FLOW_CONTROL", policy="unfair", spin_us=0.1, spins_per_round=1,
                      max_backoffs=0, backoff_us=0.0, wait_type="BTREE_INSERT_FLOW_CONTROL")
-    buffer = LatchSpec("BUFFER", "PAGELATCH", shown_modes=("SH", "EX"), **knobs)
-    latches = ([buffer] * t + [LatchSpec("ALLOCATION", "LATCH", **knobs)] + [gate] * (t * s)
-               + [buffer] * pages)
+    buffer = LatchSpec("BUFFER", "PAGELATCH", shown_modes=("SH", "UP", "EX"),
+                       contender_cost_us=values["contender_cost_us"], **knobs)
+    latches = [buffer] * (t + 1) + [gate] * (t * s) + [buffer] * pages
     rows = total_rows(values)
     return Workload(
         program=prog, worker_start=[start] * n, worker_scheduler=[w % s for w in range(n)],
@@ -306,10 +329,14 @@ def estimate(snap: Snapshot) -> evidence.Point:
     """Sessions inserting at the end of an ascending key: the closed repairman on the last page's EX latch.
 
     Rows per second from the transactions (one row per call assumed); a row
-    waits for the leaf when PAGELATCH_EX counts a wait; the hold per row
-    less the split's share (a new page per page of rows) is the CPU under the
-    latch; the CPU per row from the schedulers, less what is spent under the
-    latch, is the call's CPU before it; the rest of the cycle is think time.
+    waits for the leaf when PAGELATCH_EX counts a wait.  The repairman gives
+    the leaf's mean hold per row; less the split's share, it is the row's own
+    work plus what the queue adds.  With a queue (a worker or more waiting on
+    average: the page latch wait time over the interval), the row's work is
+    the assumed batched cost and the rest is the queue's cost per waiter;
+    without one, the hold is the row's work.  The CPU per row from the
+    schedulers less the hold is the call's CPU before it; the rest of the
+    cycle, less the commit's assumed flush, is think time.
     """
     defaults = SCENARIO.defaults()
     sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
@@ -327,25 +354,39 @@ def estimate(snap: Snapshot) -> evidence.Point:
     p, wait = ex / rows, wait_us / rows
     hold, think_all = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
     per_page = rows_per_page(defaults["row_bytes"])
-    under = hold - defaults["new_page_us"] / per_page
+    work = hold - defaults["new_page_us"] / per_page
+    queue = wait_us / (snap.interval_s * 1e6)  # workers waiting on a page latch, on average
     cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
     before = cpu_row - hold - defaults["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
-    think = sessions / visits_per_s * 1e6 - wait - cpu_row
+    think = sessions / visits_per_s * 1e6 - wait - cpu_row - defaults["log_flush_us"] / defaults["batch_rows"]
     how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
-           f"the busy-time bound give a hold of {hold:,.1f} us")
-    fitted = {"cpu_under_us": (under, "us", how + f", less the new page's share ({defaults['new_page_us']:g} us per "
-                               f"{per_page} rows)"),
-              "cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
+           f"the busy-time bound give a hold of {hold:,.1f} us, {work:,.1f} us less the new page's share "
+           f"({defaults['new_page_us']:g} us per {per_page} rows)")
+    fitted = {"cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
                                 "the allocation's share and the switches"),
-              "think_us": (think, "us", "the cycle per session less the waits and the CPU (Little's law)")}
-    schedulers, sched_how = evidence.schedulers(snap)
-    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
-                "key": ("identity", "waits on one index's last page: an ascending key")}
+              "think_us": (think, "us", "the cycle per session less the waits, the CPU and the commit's flush "
+                           "(Little's law)")}
     assumed = {"batch_rows": ("rows per call", "the rows inserted (the table's row count) beside the transactions"),
                "row_bytes": ("the row size", "the table's average record size (sys.dm_db_index_physical_stats)"),
                "new_page_us": ("a page split's extra hold is part of the mean hold per row",
-                               "the splits' own latch holds (a trace of page splits)")}
+                               "the splits' own latch holds (a trace of page splits)"),
+               "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
+                                "WRITELOG's wait time per transaction")}
+    if queue >= 1.0:
+        fitted["contender_cost_us"] = (
+            (work - defaults["cpu_under_us"]) / queue, "us",
+            how + f", less the row's assumed {defaults['cpu_under_us']:g} us of work, over the {queue:,.1f} workers "
+            "waiting on average")
+        assumed["cpu_under_us"] = ("the row's own work under the latch (a queue's cost and the work share the hold)",
+                                   "a batched insert's time per row (many rows in one call)")
+    else:
+        fitted["cpu_under_us"] = (work, "us", how + f", with {queue:.2f} workers waiting on average: no queue to add")
+        assumed["contender_cost_us"] = ("what a queue adds to the hold: there was no queue",
+                                        "a capture under heavier load")
+    schedulers, sched_how = evidence.schedulers(snap)
+    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
+                "key": ("identity", "waits on one index's last page: an ascending key")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
     return evidence.Point(fitted, settings, assumed, visits_per_s)

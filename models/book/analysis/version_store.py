@@ -229,3 +229,28 @@ def parameter_table() -> pd.DataFrame:
          "does", "assumed"),
     ]
     return pd.DataFrame(rows, columns=["parameter", "value", "from", "kind"])
+
+
+WAKEUP_BAND_US = (0.5, 1.0, 2.0, 4.0, 7.7, 12.0, 20.0, 30.0)  # the latch's wake-up, which Randal did not measure
+HOLD_FLOOR_US = 0.1  # fit_hold's lowest hold: a fit that ends there found no hold that reaches 60,000
+
+
+def handoff_band(wakeups: Iterable[float] = WAKEUP_BAND_US, connections: Iterable[int] = (4, 16),
+                 seeds: Iterable[int] = (1, 2, 3)) -> pd.DataFrame:
+    """The hold refitted to Randal's 60,000 at each wake-up, and the loss it then predicts at other connections.
+
+    Randal measured neither the hold nor the hand-off, only their joint effect, so each wake-up gets its own
+    hold; a wake-up at which even the shortest hold stays under 60,000 updates/s is ruled out by his figure.
+    """
+    rows = []
+    for wakeup in wakeups:
+        hold = fit_hold(wakeup_us=wakeup)
+        fits = hold > HOLD_FLOOR_US + 0.01 or mean_throughput(hold_us=hold, wakeup_us=wakeup) >= RANDAL["on_per_s"]
+        row: dict[str, Any] = {"wakeup_us": wakeup, "hold_us": hold if fits else float("nan"), "fits": fits}
+        for n in connections:
+            loss = float("nan")
+            if fits:
+                loss = float(compare("connections", [n], seeds, hold_us=hold, wakeup_us=wakeup)["loss_pct"].iloc[0])
+            row[f"loss_{n}_pct"] = loss
+        rows.append(row)
+    return pd.DataFrame(rows)
