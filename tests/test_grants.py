@@ -23,7 +23,7 @@ from models.workload import LatchSpec, MemorySpec, Workload, simulate
 
 def _semaphore(workers: int, target: int, limit: int, log_rows: int = 0):
     gi = np.zeros(st.G_NCOLS, np.int64)
-    gi[[st.G_SEM_QHEAD, st.G_SEM_QTAIL]] = -1
+    gi[st.G_SEM_QHEAD:st.G_SEM_QTAIL + st.GRANT_QUEUES] = -1  # every queue empty
     gi[st.G_SEM_TARGET], gi[st.G_SEM_LIMIT] = target, limit
     wi = np.zeros((workers, st.W_NCOLS), np.int64)
     wi[:, st.W_GNEXT] = -1
@@ -31,8 +31,8 @@ def _semaphore(workers: int, target: int, limit: int, log_rows: int = 0):
     return gi, wi, glog
 
 
-def _queue(gi, wi) -> list[int]:
-    out, w = [], gi[st.G_SEM_QHEAD]
+def _queue(gi, wi, queue: int = 0) -> list[int]:
+    out, w = [], gi[st.G_SEM_QHEAD + queue]
     while w >= 0 and len(out) <= wi.shape[0]:
         out.append(int(w))
         w = wi[w, st.W_GNEXT]
@@ -48,14 +48,14 @@ def _check_queue(gi, wi, expected: list[int]) -> None:
         assert wi[expected[-1], st.W_GNEXT] == -1
 
 
-def _ask(gi, wi, w, want, need=None):
+def _ask(gi, wi, w, want, need=None, queue=0):
     """What the GRANT instruction does with the semaphore: grant at once if it fits, else queue."""
     wi[w, st.W_GWANT] = want
     wi[w, st.W_GNEED] = want if need is None else need
     if grants.fits_now(gi, want):
         grants.give(gi, wi, w, want, st.GRANT_GRANTED)
         return True
-    grants.enqueue(gi, wi, w)
+    grants.enqueue(gi, wi, w, queue)
     return False
 
 
@@ -75,7 +75,7 @@ def test_fits_now_needs_room_under_the_target_and_an_empty_queue():
     assert not grants.fits_now(gi, 101)      # above the target does not, though under the limit
     gi[st.G_SEM_GRANTED] = 60
     assert grants.fits_now(gi, 40) and not grants.fits_now(gi, 41)
-    grants.enqueue(gi, wi, 0)
+    grants.enqueue(gi, wi, 0, 0)
     assert not grants.fits_now(gi, 1)        # someone queued: even a tiny request waits
 
 
@@ -97,7 +97,7 @@ def test_give_and_take_back_keep_the_books():
 def test_enqueue_is_first_in_first_out_and_marks_waiting():
     gi, wi, _ = _semaphore(4, target=100, limit=100)
     for w in (2, 0, 3):
-        grants.enqueue(gi, wi, w)
+        grants.enqueue(gi, wi, w, 0)
     _check_queue(gi, wi, [2, 0, 3])
     assert [wi[w, st.W_OUTCOME] for w in (2, 0, 3)] == [st.GRANT_WAITING] * 3
     assert wi[1, st.W_OUTCOME] == st.GRANT_NONE
@@ -131,18 +131,18 @@ def test_head_fits_uses_the_target_not_the_limit():
 def test_remove_from_head_middle_or_tail(victim, rest):
     gi, wi, _ = _semaphore(5, target=0, limit=0)
     for w in range(4):
-        grants.enqueue(gi, wi, w)
+        grants.enqueue(gi, wi, w, 0)
     grants.remove(gi, wi, victim)
     _check_queue(gi, wi, rest)
     assert wi[victim, st.W_GNEXT] == -1
-    grants.enqueue(gi, wi, 4)               # the tail is still right: a newcomer lands after the last one
+    grants.enqueue(gi, wi, 4, 0)               # the tail is still right: a newcomer lands after the last one
     _check_queue(gi, wi, rest + [4])
 
 
 def test_remove_of_a_worker_not_queued_changes_nothing():
     gi, wi, _ = _semaphore(4, target=0, limit=0)
-    grants.enqueue(gi, wi, 0)
-    grants.enqueue(gi, wi, 1)
+    grants.enqueue(gi, wi, 0, 0)
+    grants.enqueue(gi, wi, 1, 0)
     before_gi, before_wi = gi.copy(), wi.copy()
     grants.remove(gi, wi, 3)
     assert np.array_equal(gi, before_gi) and np.array_equal(wi, before_wi)
@@ -150,19 +150,79 @@ def test_remove_of_a_worker_not_queued_changes_nothing():
 
 def test_remove_the_only_waiter_empties_the_queue():
     gi, wi, _ = _semaphore(2, target=0, limit=0)
-    grants.enqueue(gi, wi, 1)
+    grants.enqueue(gi, wi, 1, 0)
     grants.remove(gi, wi, 1)
     _check_queue(gi, wi, [])
-    grants.enqueue(gi, wi, 0)
+    grants.enqueue(gi, wi, 0, 0)
     _check_queue(gi, wi, [0])
+
+
+def test_the_cheapest_queue_with_waiters_is_served_first():
+    """B, C and D arrive in that order into queues 2, 1 and 0: when A frees, D (cheapest) goes first, then C, then B.
+    First-come, first-served across queues would give B, C, D."""
+    gi, wi, _ = _semaphore(4, target=100, limit=100)
+    assert _ask(gi, wi, 0, 100)
+    for w, queue in ((1, 2), (2, 1), (3, 0)):
+        assert not _ask(gi, wi, w, 30, queue=queue)
+    assert gi[st.G_SEM_QLEN] == 3
+    assert grants.next_candidate(gi) == 3
+    grants.take_back(gi, wi, 0)
+    assert _serve(gi, wi) == [3, 2, 1]
+    assert gi[st.G_SEM_QLEN] == 0 and grants.next_candidate(gi) == -1
+
+
+def test_first_in_first_out_within_a_queue():
+    """Four waiters in queue 1 and one in the costlier queue 3 that came first: queue 1 is served in its
+    arrival order, then queue 3."""
+    gi, wi, _ = _semaphore(6, target=100, limit=100)
+    assert _ask(gi, wi, 0, 100)
+    assert not _ask(gi, wi, 5, 10, queue=3)
+    for w in (2, 4, 1, 3):
+        assert not _ask(gi, wi, w, 10, queue=1)
+    assert _queue(gi, wi, 1) == [2, 4, 1, 3] and _queue(gi, wi, 3) == [5]
+    grants.take_back(gi, wi, 0)
+    assert _serve(gi, wi) == [2, 4, 1, 3, 5]
+
+
+def test_a_cheaper_candidate_that_does_not_fit_holds_back_the_costlier_queues():
+    """A holds 60 of 100; B (queue 0) asks 50 and waits; C (queue 1) asks 10, which would fit, but B is the next
+    candidate, so C waits too, and a newcomer waits although memory is free."""
+    gi, wi, _ = _semaphore(4, target=100, limit=100)
+    assert _ask(gi, wi, 0, 60)
+    assert not _ask(gi, wi, 1, 50, queue=0)
+    assert not _ask(gi, wi, 2, 10, queue=1)
+    assert grants.next_candidate(gi) == 1 and grants.head_fits(gi, wi) == -1
+    assert not _ask(gi, wi, 3, 1, queue=0)   # someone waits: even 1 KB queues (behind B, in B's queue)
+    assert _queue(gi, wi, 0) == [1, 3]
+    grants.remove(gi, wi, 1)                  # B times out: the next candidate is the cheapest queue's new head
+    assert grants.next_candidate(gi) == 3
+    assert _serve(gi, wi) == [3, 2]
+
+
+def test_remove_from_one_queue_leaves_the_others_alone():
+    gi, wi, _ = _semaphore(5, target=0, limit=0)
+    for w, queue in ((0, 1), (1, 4), (2, 1), (3, 4)):
+        grants.enqueue(gi, wi, w, queue)
+    grants.remove(gi, wi, 3)                  # the tail of queue 4
+    assert _queue(gi, wi, 4) == [1] and gi[st.G_SEM_QTAIL + 4] == 1
+    assert _queue(gi, wi, 1) == [0, 2] and gi[st.G_SEM_QLEN] == 3
+    grants.enqueue(gi, wi, 4, 4)
+    assert _queue(gi, wi, 4) == [1, 4]
+
+
+def test_a_grant_queue_outside_the_engine_s_room_is_refused():
+    with pytest.raises(ValueError, match=f"queue={st.GRANT_QUEUES} is not a grant queue"):
+        Program().grant(100, 100, 1_000.0, queue=st.GRANT_QUEUES)
+    with pytest.raises(ValueError, match="queue=-1"):
+        Program().grant(100, 100, 1_000.0, queue=-1)
 
 
 def test_log_records_the_state_and_stops_when_full():
     gi, wi, glog = _semaphore(3, target=100, limit=100, log_rows=2)
     grants.give(gi, wi, 0, 40, st.GRANT_GRANTED)
     grants.log(gi, glog, 5.0)
-    grants.enqueue(gi, wi, 1)
-    grants.enqueue(gi, wi, 2)
+    grants.enqueue(gi, wi, 1, 0)
+    grants.enqueue(gi, wi, 2, 0)
     grants.log(gi, glog, 7.5)
     full = glog.copy()
     grants.log(gi, glog, 9.0)               # no room: nothing written, nothing past the end
@@ -185,12 +245,13 @@ GRANTED_LATCH, FORCED_LATCH, FAILED_LATCH = 0, 1, 2
 
 
 def _queries(asks, target_kb, limit_kb, timeout_us):
-    """One query per (arrival_us, requested_kb, required_kb, hold_us), each on a scheduler of its own: GRANT, then
-    take latch 0 (granted), 1 (forced) or 2 (failed) for an instant, hold the grant as CPU, FREE."""
+    """One query per (arrival_us, requested_kb, required_kb, hold_us[, queue]), each on a scheduler of its own: GRANT
+    (in queue 0 unless given), then take latch 0 (granted), 1 (forced) or 2 (failed) for an instant, hold the grant
+    as CPU, FREE."""
     prog = Program()
     starts = []
-    for _, want, need, hold in asks:
-        starts.append(prog.grant(want, need, timeout_us))
+    for _, want, need, hold, *queue in asks:
+        starts.append(prog.grant(want, need, timeout_us, queue[0] if queue else 0))
         failed = prog.branch(BR_FAILED)
         forced = prog.branch(BR_FORCED)
         prog.acquire(GRANTED_LATCH, EX)
@@ -257,3 +318,14 @@ def test_a_failed_query_does_not_hold_memory_and_the_queue_moves_on():
                                         target_kb=100, limit_kb=100, timeout_us=1_200.0)
     assert outcome == ["granted", "failed", "granted"]
     assert list(granted_at) == pytest.approx([0.0, 1.2, 1.5])
+
+
+def test_end_to_end_a_cheaper_query_that_came_later_is_granted_first():
+    """A holds all 100 KB until 1 ms.  B (queue 1) asks 60 at 0.1 ms, C (queue 0) asks 60 at 0.2 ms: at 1 ms C is
+    granted although B came first, and B waits until C frees at 1.5 ms."""
+    res, outcome, granted_at = _queries([(0.0, 100, 100, 1_000.0, 0), (100.0, 60, 60, 500.0, 1),
+                                         (200.0, 60, 60, 500.0, 0)], target_kb=100, limit_kb=100, timeout_us=1e7)
+    assert outcome == ["granted"] * 3
+    assert list(granted_at) == pytest.approx([0.0, 1.5, 1.0])
+    sem = _semaphore_waits(res)
+    assert sem["wait_time_ms"] == pytest.approx(1.4 + 0.8)

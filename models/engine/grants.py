@@ -1,14 +1,25 @@
-"""The memory-grant semaphore: query memory in KB, a target, a hard limit and a FIFO grant queue.
+"""The memory-grant semaphore: query memory in KB, a target, a limit, and wait queues by cost.
 
 SQL Server gives a query its memory grant from its resource pool's resource
 semaphore before the query starts, and returns it when the query ends.  A
-request is granted at once only if nobody is queued and the grant fits under
-the semaphore's target; otherwise it joins a first-in, first-out queue (even
-when memory is free), shown as RESOURCE_SEMAPHORE waits.  At the time-out a
-waiting query is forced its required minimum if that fits under the limit,
-else it fails with error 8645 (Microsoft Learn, sys.dm_exec_query_memory_grants
-and CREATE WORKLOAD GROUP).  These kernels only keep the books over the state
-tables; :mod:`models.engine` suspends, wakes and times out the workers.
+request is granted at once only if nobody waits and the grant fits under the
+semaphore's target; otherwise it waits (RESOURCE_SEMAPHORE), even when memory
+is free.  Waiting queries are held in several queues by estimated cost
+(sys.dm_exec_query_memory_grants' queue_id and wait_order), cheaper queries
+served first ("Query Execution Timeouts in SQL Server", SQL Server engine
+blog, 2006): the next candidate is the head of the cheapest queue that has
+waiters, first in, first out within a queue, and a candidate that does not
+fit blocks every query behind it.  The program says which queue a request
+joins (GRANT's operand c); the cost boundaries between queues are not
+documented in the book's sources, so the scenario chooses.
+
+At the time-out a waiting query is forced its required minimum if the
+semaphore's total stays under the limit, else it fails with error 8645
+(Microsoft Learn, sys.dm_exec_query_resource_semaphores: forced_grant_count,
+timeout_error_count).  What the limit is, is the scenario's choice: the
+sources say only that a forced grant is given "if it can" be.  These kernels
+only keep the books over the state tables; :mod:`models.engine` suspends,
+wakes and times out the workers.
 """
 
 from __future__ import annotations
@@ -20,9 +31,9 @@ from models.engine.jit import JIT_CALL
 from models.engine.scheduler import signal
 from models.engine.state import (
     EV_TIMEOUT, FLAG_NONE, GF_SEM_MAXWAIT, GF_SEM_WAIT, GL_GRANTED, GL_TIME, GL_WAITERS, GRANT_FAILED,
-    GRANT_FORCED, GRANT_GRANTED, GRANT_WAITING, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT, G_SEM_LOGN,
-    G_SEM_QHEAD, G_SEM_QLEN, G_SEM_QTAIL, G_SEM_TARGET, G_SEM_TIMEOUTS, G_SEM_WAITS, WF_GDEADLINE, WF_GREQ,
-    WF_GTIMER, WF_GWAIT, W_GNEED, W_GNEXT, W_GRANTED, W_GWANT, W_OUTCOME, tables,
+    GRANT_FORCED, GRANT_GRANTED, GRANT_QUEUES, GRANT_WAITING, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT,
+    G_SEM_LOGN, G_SEM_QHEAD, G_SEM_QLEN, G_SEM_QTAIL, G_SEM_TARGET, G_SEM_TIMEOUTS, G_SEM_WAITS, WF_GDEADLINE,
+    WF_GREQ, WF_GTIMER, WF_GWAIT, W_GNEED, W_GNEXT, W_GQUEUE, W_GRANTED, W_GWANT, W_OUTCOME, tables,
 )
 
 _JIT = dict(cache=True, _nrt=False, error_model="numpy", inline="always")  # small: inlined where used
@@ -41,7 +52,7 @@ def log(run_cells, glog, now):
 
 @njit(**_JIT)
 def fits_now(run_cells, kb):
-    """A new request of ``kb`` is granted at once: nobody queued, and it fits under the target."""
+    """A new request of ``kb`` is granted at once: nobody queued in any queue, and it fits under the target."""
     return run_cells[G_SEM_QLEN] == 0 and run_cells[G_SEM_GRANTED] + kb <= run_cells[G_SEM_TARGET]
 
 
@@ -61,22 +72,33 @@ def take_back(run_cells, workers, w):
 
 
 @njit(**_JIT)
-def enqueue(run_cells, workers, w):
-    """Put ``w`` at the tail of the grant queue."""
+def enqueue(run_cells, workers, w, queue):
+    """Put ``w`` at the tail of grant queue ``queue`` (0 is served first)."""
     workers[w, W_GNEXT] = -1
+    workers[w, W_GQUEUE] = queue
     workers[w, W_OUTCOME] = GRANT_WAITING
-    if run_cells[G_SEM_QTAIL] >= 0:
-        workers[run_cells[G_SEM_QTAIL], W_GNEXT] = w
+    tail = run_cells[G_SEM_QTAIL + queue]
+    if tail >= 0:
+        workers[tail, W_GNEXT] = w
     else:
-        run_cells[G_SEM_QHEAD] = w
-    run_cells[G_SEM_QTAIL] = w
+        run_cells[G_SEM_QHEAD + queue] = w
+    run_cells[G_SEM_QTAIL + queue] = w
     run_cells[G_SEM_QLEN] += 1
 
 
 @njit(**_JIT)
+def next_candidate(run_cells):
+    """The next query to be granted: the head of the cheapest queue with waiters (-1 if nobody waits)."""
+    for queue in range(GRANT_QUEUES):
+        if run_cells[G_SEM_QHEAD + queue] >= 0:
+            return run_cells[G_SEM_QHEAD + queue]
+    return -1
+
+
+@njit(**_JIT)
 def head_fits(run_cells, workers):
-    """The queue's head (or -1) if its request now fits under the target."""
-    head = run_cells[G_SEM_QHEAD]
+    """The next candidate (or -1) if its request now fits under the target; nobody is taken past it."""
+    head = next_candidate(run_cells)
     if head >= 0 and run_cells[G_SEM_GRANTED] + workers[head, W_GWANT] <= run_cells[G_SEM_TARGET]:
         return head
     return -1
@@ -84,8 +106,9 @@ def head_fits(run_cells, workers):
 
 @njit(**_JIT)
 def remove(run_cells, workers, w):
-    """Take ``w`` out of the grant queue, wherever it stands (the queue is short: a walk is enough)."""
-    prev, k = -1, run_cells[G_SEM_QHEAD]
+    """Take ``w`` out of its grant queue, wherever it stands (a queue is short: a walk is enough)."""
+    queue = workers[w, W_GQUEUE]
+    prev, k = -1, run_cells[G_SEM_QHEAD + queue]
     while k >= 0 and k != w:
         prev, k = k, workers[k, W_GNEXT]
     if k < 0:
@@ -94,9 +117,9 @@ def remove(run_cells, workers, w):
     if prev >= 0:
         workers[prev, W_GNEXT] = after
     else:
-        run_cells[G_SEM_QHEAD] = after
-    if run_cells[G_SEM_QTAIL] == w:
-        run_cells[G_SEM_QTAIL] = prev
+        run_cells[G_SEM_QHEAD + queue] = after
+    if run_cells[G_SEM_QTAIL + queue] == w:
+        run_cells[G_SEM_QTAIL + queue] = prev
     workers[w, W_GNEXT] = -1
     run_cells[G_SEM_QLEN] -= 1
 
@@ -120,7 +143,11 @@ def end_wait_for_grant(mem, w, now):
 
 @njit(**JIT_CALL)
 def serve_grants(mem, now):
-    """Grant the queue's requests in order while the head fits under the target (FIFO: no skipping)."""
+    """Grant waiting requests, cheapest queue first and in order within it, while the next one fits under the target.
+
+    No skipping: a next candidate that does not fit keeps every query behind it (in its queue and in costlier
+    ones) waiting, even one whose request would fit.
+    """
     t = tables(mem)
     run_cells, workers = t.run_cells, t.workers
     while True:
@@ -137,8 +164,9 @@ def serve_grants(mem, now):
 def on_grant_timeout(mem, w, now):
     """A grant request's time-out fires.
 
-    A request still queued leaves the queue and is forced its required
-    minimum if that fits under the limit, else it fails (error 8645).  A
+    A request still queued leaves its queue and is forced its required
+    minimum if the semaphore's total stays under the limit, else it fails
+    (error 8645).  A
     worker keeps one timer at a time: a timer left from a request that was
     granted in time finds no request at its deadline and re-arms for the
     worker's next request, if it has one.

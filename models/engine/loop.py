@@ -23,8 +23,8 @@ was under way, though a context switch, a CPU burst, a spin, a sleep or an
 OS call is charged in full when it starts (:func:`finish`).
 
 Queries (the memory chapter, :mod:`models.engine.queries`): a coordinator asks the memory-grant semaphore
-for its query's grant (:mod:`models.engine.grants`), waiting in its FIFO queue with
-a time-out timer; once granted or forced it starts its parallel workers
+for its query's grant (:mod:`models.engine.grants`), waiting in one of its queues by cost
+with a time-out timer; once granted or forced it starts its parallel workers
 (FORK), waits for them (JOIN) and frees the grant.  An OS call waits its
 turn in one serialised path, spinning (CPU) or preemptively (a wait).  These
 instructions run in :func:`query_step`, off the latch path, and add two

@@ -38,8 +38,9 @@ opcode         meaning (operands)
 ``SPLIT``      split the row's full leaf (and a full parent first): a new
                page at the end for an ascending key, else half the rows move.
 ``GRANT``      ask the memory-grant semaphore for ``a`` KB (requested), with
-               ``b`` KB required; wait in its FIFO queue for at most ``x``
-               us, then take ``b`` KB if it fits under the limit (a forced
+               ``b`` KB required; wait in its queue ``c`` (by cost: 0 is
+               served first, FIFO within a queue) for at most ``x`` us,
+               then take ``b`` KB if it fits under the limit (a forced
                grant) or fail (error 8645) (:mod:`models.engine.grants`).
 ``FREE``       return the worker's grant.
 ``FORK``       start the ``c`` workers after this one (the query's parallel
@@ -74,7 +75,7 @@ How the later chapters are expressed without a new event loop:
   new page; the run counts UNITs over a window of simulated time
   (:mod:`models.scenarios.version_store`).
 * **CCI memory grants** (built): a query's coordinator asks for its grant
-  (GRANT), waiting in the semaphore's FIFO queue; the time-out is a timer
+  (GRANT), waiting in one of the semaphore's queues by cost; the time-out is a timer
   event on the waiting worker.  Once granted (or forced) it FORKs its
   parallel workers, which share the grant, JOINs them and FREEs the grant;
   BRANCH on the grant's outcome picks compression or the delta-store path,
@@ -89,7 +90,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.engine.state import LOOP_SLOTS, REGISTERS
+from models.engine.state import GRANT_QUEUES, LOOP_SLOTS, REGISTERS
 
 # Opcodes (the query instructions, GRANT and after, are run by models.engine.queries.query_step).
 (CPU, ACQUIRE, RELEASE, YIELD, LOOP, END, UNIT, SLEEP, ROW, FIND, BRANCH, INSERT, SPLIT,
@@ -224,8 +225,11 @@ class Program:
         """Split the row's full leaf page."""
         return self._emit(SPLIT)
 
-    def grant(self, requested_kb: int, required_kb: int, timeout_us: float) -> int:
-        """Ask for a memory grant of ``requested_kb``; at ``timeout_us`` settle for ``required_kb`` or fail."""
+    def grant(self, requested_kb: int, required_kb: int, timeout_us: float, queue: int = 0) -> int:
+        """Ask for a memory grant of ``requested_kb``, waiting in grant queue ``queue`` (0, the cheapest, is served
+        first); at ``timeout_us`` settle for ``required_kb`` or fail."""
+        if not 0 <= queue < GRANT_QUEUES:
+            raise ValueError(f"queue={queue} is not a grant queue: use 0 (served first) to {GRANT_QUEUES - 1}")
         if not 0 < required_kb <= requested_kb:
             raise ValueError(f"required_kb={required_kb} must be above 0 and at most requested_kb={requested_kb}")
         if not timeout_us > 0:
@@ -236,7 +240,7 @@ class Program:
         if others:
             raise ValueError(f"timeout_us={timeout_us} differs from this table's other grants ({min(others)} us): "
                              "use one time-out for every GRANT")
-        return self._emit(GRANT, int(requested_kb), int(required_kb), 0, timeout_us)
+        return self._emit(GRANT, int(requested_kb), int(required_kb), int(queue), timeout_us)
 
     def free(self) -> int:
         """Give the worker's memory grant back."""

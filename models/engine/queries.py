@@ -1,7 +1,7 @@
 """A query's instructions: its memory grant (GRANT, FREE), its parallel workers (FORK, JOIN), OS calls (OSCALL).
 
 A coordinator asks the memory-grant semaphore (:mod:`models.engine.grants`)
-for its query's grant, waiting in its FIFO queue with a time-out timer; once
+for its query's grant, waiting in one of its queues by cost with a time-out timer; once
 granted or forced it starts its parallel workers (FORK), waits for them
 (JOIN) and frees the grant.  An OS call waits its turn in one serialised
 path, spinning (CPU) or preemptively (a wait).  These run off the latch
@@ -54,7 +54,7 @@ def query_step(mem, w, pc, now):
     prog_i = t.prog_i
     op = prog_i[pc, P_OP]
     if op == GRANT:
-        requested_kb, required_kb, timeout_us = prog_i[pc, P_A], prog_i[pc, P_B], t.prog_x[pc]
+        requested_kb, required_kb, queue, timeout_us = prog_i[pc, P_A], prog_i[pc, P_B], prog_i[pc, P_C], t.prog_x[pc]
         workers[w, W_GWANT] = requested_kb
         workers[w, W_GNEED] = required_kb
         worker_times[w, WF_GREQ] = now
@@ -63,7 +63,7 @@ def query_step(mem, w, pc, now):
             grants.give(run_cells, workers, w, requested_kb, GRANT_GRANTED)
             grants.log(run_cells, t.glog, now)
             return pc + 1
-        grants.enqueue(run_cells, workers, w)
+        grants.enqueue(run_cells, workers, w, queue)
         grants.log(run_cells, t.glog, now)
         deadline = now + timeout_us
         worker_times[w, WF_GDEADLINE] = deadline

@@ -43,7 +43,7 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 (W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
  W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
- W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_NCOLS) = range(36)
+ W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_GQUEUE, W_NCOLS) = range(37)
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
@@ -83,11 +83,18 @@ LW_COUNT, LW_TIME, LW_MAX, LW_SIG, LW_NCOLS = range(5)
  AT_RNG, AT_RUN_TIMES, AT_WORKER_TIMES, AT_SCHEDULER_TIMES, AT_LATCH_TIMES, AT_LATCH_WAITS, AT_HEAP_T,
  AT_PROG_X, AT_TRACE_F, AT_LOG_F, AT_SAMPLES,
  AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS,
- # The memory-grant semaphore (models.engine.grants): KB granted, target and limit; its FIFO queue; counters.
- AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QHEAD, G_SEM_QTAIL, G_SEM_QLEN,
+ # The memory-grant semaphore (models.engine.grants): KB granted, target and limit; queries waiting in all its
+ # queues; counters.
+ AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QLEN,
  G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOGN, G_JOIN_WAITS,
  # The serialised OS path (OSCALL): calls, and the calls made preemptively (a wait).
- G_OS_CALLS, G_OS_WAITS, G_NCOLS) = range(67)
+ G_OS_CALLS, G_OS_WAITS,
+ # The semaphore's wait queues by cost (queue 0 is served first): GRANT_QUEUES heads from G_SEM_QHEAD, then as
+ # many tails from G_SEM_QTAIL.
+ G_SEM_QHEAD) = range(65)
+GRANT_QUEUES = 8  # wait queues a semaphore keeps: the engine's room, not SQL Server's count (the program picks one)
+G_SEM_QTAIL = G_SEM_QHEAD + GRANT_QUEUES
+G_NCOLS = G_SEM_QTAIL + GRANT_QUEUES
 # Run-wide float cells (the ``run_times`` table; microseconds).
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
  GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD,
@@ -343,7 +350,7 @@ def allocate(n_workers: int, n_schedulers: int, n_latches: int, program: int, tr
                  for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
     t.workers[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4,
                   W_PARENT, W_GNEXT]] = -1
-    t.run_cells[[G_SEM_QHEAD, G_SEM_QTAIL]] = -1
+    t.run_cells[G_SEM_QHEAD:G_SEM_QTAIL + GRANT_QUEUES] = -1  # every grant queue empty
     t.workers[:, W_STATE] = NEW
     t.schedulers[:, [S_CUR, S_HEAD, S_TAIL]] = -1
     t.latches[:, [L_QHEAD, L_QTAIL]] = -1

@@ -6,11 +6,22 @@ grant (:mod:`models.engine.grants`): ``grant_mb_per_dop`` per worker, capped at
 ``max_grant_percent`` of the pool's query memory (REQUEST_MAX_MEMORY_GRANT_PERCENT,
 25% by default).  The pool's query memory is 75% of ``max_server_memory_mb``; the
 regular semaphore's target is a little less, the rest kept for the
-small-query semaphore; a grant that would go over the target waits in FIFO
-order (RESOURCE_SEMAPHORE).  After ``grant_timeout_s`` a waiting query is
-forced its required grant, which for a columnstore insert is the whole grant
-(Obbish saw the timed-out queries run with the same grant as the others), if
-the semaphore stays under max server memory; else it fails with error 8645.
+small-query semaphore (grants under 5 MB of queries costing under 3, which
+a columnstore insert never is, so the model leaves that semaphore out).  A
+grant that would go over the target, or that arrives while others wait,
+waits (RESOURCE_SEMAPHORE).  SQL Server keeps its waiters in several queues
+by estimated cost and serves the cheaper ones first; every insert here runs
+the same plan, so all of them have the same cost and wait in one queue, first
+in, first out (:data:`GRANT_QUEUE`).
+
+After ``grant_timeout_s`` a waiting query is forced its required grant,
+which for a columnstore insert is the whole grant (Obbish saw the timed-out
+queries run with the same grant as the others), or fails with error 8645.
+When a forced grant is possible is ``timeout_rule``: Microsoft documents
+only that a query gets its minimum "if it can" and fails when memory is
+short, so the limit is the model's guess (:data:`TIMEOUT_RULES`); the default,
+forced while the semaphore stays under max server memory, was chosen
+knowing that Obbish's fifth insert was forced and his sixth failed.
 
 Once it has memory the coordinator starts its workers, which share the
 grant, waits for them (CXCONSUMER) and gives the grant back.  Each worker
@@ -19,7 +30,8 @@ rowgroups of up to 1,048,576 rows costs ``compress_us_per_row`` per row; a
 remainder under 102,400 rows stays in a delta store.  With ``behaviour``
 ``cu14`` (SQL Server 2017 CU14) a query forced at the time-out writes every
 row to delta stores instead (``delta_us_per_row``), using little of its
-grant.  The defaults are round values; Obbish's setup is
+grant.  Which versions each rule was seen on is :data:`VERSIONS`.  The
+defaults are round values; Obbish's setup is
 :data:`models.book.analysis.cci.SETUP`.
 """
 
@@ -49,6 +61,42 @@ ROWGROUP_ROWS = 1_048_576  # the most rows a rowgroup (or a delta store) holds
 MIN_BULK_ROWS = 102_400    # fewer rows than this stay in a delta store
 BURST_US = 2_000.0         # a worker's CPU between yield points
 MAX_BURSTS = 5_000_000     # CPU bursts a run may take in all (bounds its events)
+GRANT_QUEUE = 0            # the grant queue every insert waits in: they share one plan, so one cost
+NO_LIMIT_KB = 2**62        # a limit no sum of grants reaches (timeout_rule "always")
+
+# When a query that timed out waiting is forced its required grant (else: error 8645).  Microsoft documents
+# that it gets its minimum "if it can" and fails when memory is short; what "can" means is not documented.
+TIMEOUT_RULES = {
+    "max_server_memory": "forced while the semaphore's grants stay under max server memory (the model's guess, "
+                         "made knowing Obbish's fifth insert was forced and his sixth failed)",
+    "target": "forced only if the required grant fits under the semaphore's target, as a new grant would",
+    "always": "forced whatever is already granted: a time-out never fails",
+}
+
+# Which SQL Server versions each rule of this scenario was documented or measured on.  "Not documented, not
+# measured" means none of the book's sources (Obbish 2019, KB 4480641 as he quotes it, Microsoft Learn) says.
+VERSION_COLUMNS = ("rule", "2016", "2017 RTM", "2017 CU14", "2019", "2022", "source")
+NOT_KNOWN = "not documented, not measured"
+VERSIONS = (
+    ("a new query waits behind waiting ones; waiters sit in queues (queue_id, wait_order); at the time-out a "
+     "forced minimum grant or error 8645", "documented", "documented", "documented", "documented", "documented",
+     "Microsoft Learn (DMV and CREATE WORKLOAD GROUP pages, no version limit stated)"),
+    ("the queues are by cost, cheaper served first, first in, first out within one",
+     "assumed as for 2005", "assumed as for 2005", "assumed as for 2005", "assumed as for 2005",
+     "assumed as for 2005", "SQL Server engine blog (2006), written for SQL Server 2005"),
+    ("a timed-out query is forced only while the grants stay under max server memory", "the model's guess",
+     "the model's guess", "the model's guess", "the model's guess", "the model's guess",
+     "chosen to fit Obbish's sixth insert"),
+    ("a columnstore insert's grant time-out is 25 s, whatever query wait and Resource Governor say",
+     "named by KB 4480641", "measured (Obbish)", "measured: still 25 s (Obbish)", NOT_KNOWN, NOT_KNOWN,
+     "Obbish 2019, quoting KB 4480641"),
+    ("a sixth insert at Obbish's setup fails with 8645", NOT_KNOWN, "measured (Obbish)", "measured (Obbish)",
+     NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
+    ("a forced insert compresses its rowgroups", NOT_KNOWN, "inferred (Obbish shows its grant, not its rowgroups)",
+     "no: see the next row", NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
+    ("a forced insert writes every row to delta stores (the CU14 fallback)", NOT_KNOWN,
+     "no (Obbish: the change came with CU14)", "measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
+)
 
 PARAMS = (
     Param("queries", "int", 5, "", 1, 64, help="columnstore inserts started together (or start_gap_s apart)"),
@@ -63,6 +111,9 @@ PARAMS = (
           help="REQUEST_MAX_MEMORY_GRANT_PERCENT: the most of the pool's query memory one query's grant may take"),
     Param("grant_timeout_s", "float", 25.0, "s", 0.001, 3_600.0,
           help="how long a query waits for its grant (25 s for columnstore inserts, not configurable)"),
+    Param("timeout_rule", "choice", "max_server_memory", choices=tuple(TIMEOUT_RULES),
+          help="when a timed-out query is forced its required grant: while the total stays under max server "
+               "memory (the model's guess), only under the target, or always"),
     Param("start_gap_s", "float", 0.0, "s", 0.0, 3_600.0, help="time between the starts of consecutive inserts"),
     Param("compress_us_per_row", "float", 20.0, "us", 0.0, 10_000.0,
           help="a worker's CPU per row read and compressed into a rowgroup"),
@@ -79,6 +130,18 @@ def query_memory_mb(values: dict[str, Any]) -> float:
 def target_mb(values: dict[str, Any]) -> float:
     """The regular resource semaphore's target: grants above it wait."""
     return TARGET_SHARE * query_memory_mb(values)
+
+
+def forced_limit_kb(values: dict[str, Any]) -> int:
+    """The most the semaphore may hold after a forced grant, under ``timeout_rule`` (:data:`TIMEOUT_RULES`)."""
+    rule = values.get("timeout_rule", "max_server_memory")  # a partial setup (analysis.cci.SETUP) keeps the default
+    if rule == "max_server_memory":
+        return int(values["max_server_memory_mb"]) * KB_PER_MB
+    if rule == "target":
+        return int(target_mb(values) * KB_PER_MB)
+    if rule == "always":
+        return NO_LIMIT_KB
+    raise ParameterError(f"timeout_rule={rule!r} is not one of {', '.join(map(repr, TIMEOUT_RULES))}")
 
 
 def grant_mb(values: dict[str, Any]) -> float:
@@ -139,7 +202,7 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
     compress = _work(prog, per_worker * values["compress_us_per_row"])
     delta = _work(prog, per_worker * values["delta_us_per_row"]) if values["behaviour"] == "cu14" else -1
     kb = int(round(grant_mb(values) * KB_PER_MB))
-    start = prog.grant(kb, kb, values["grant_timeout_s"] * 1e6)
+    start = prog.grant(kb, kb, values["grant_timeout_s"] * 1e6, GRANT_QUEUE)
     failed = prog.branch(BR_FAILED)
     to_delta = prog.branch(BR_FORCED) if delta >= 0 else -1
     prog.fork(compress, values["maxdop"])
@@ -206,7 +269,7 @@ def build(values: dict[str, Any]) -> Workload:
         worker_daemon=[False] * len(starts), worker_kind=kinds, latches=[], schedulers=values["schedulers"],
         quantum_us=values["quantum_ms"] * 1000.0, context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
         work_units=0,
-        memory=MemorySpec(target_kb=int(target_mb(values) * KB_PER_MB), limit_kb=values["max_server_memory_mb"] * KB_PER_MB),
+        memory=MemorySpec(target_kb=int(target_mb(values) * KB_PER_MB), limit_kb=forced_limit_kb(values)),
         expected_events=int(3 * (bursts(values) + n * dop)),
         expected_ms=(n * dop * worker_cpu_us(values) / values["schedulers"] + n * values["start_gap_s"] * 1e6
                      + values["grant_timeout_s"] * 1e6) / 1000.0,
