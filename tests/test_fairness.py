@@ -125,10 +125,8 @@ def test_a_failed_cycle_is_a_back_off_or_a_wait_and_either_count_is_whites_size(
     """The model fails about White's number of spin cycles; whether a failed cycle shows as a back-off or as a
     wait depends on the back-offs allowed before waiting (unpublished).  With none allowed, each failed cycle
     suspends: the waits, over three seeds, land within a factor of 3 of White's 56 and no back-off is counted."""
-    runs = [fx.run_policy("unfair", max_backoffs=0, seed=s) for s in (1, 2, 3)]
-    waits = np.mean([r.latch_stats.iloc[0]["waiting_requests_count"] * fx.SCALE for r in runs])
-    assert 56 / 3 < waits < 56 * 3
-    assert all(r.spin_stats.iloc[0]["backoffs"] == 0 for r in runs)
+    assert 56 / 3 < np.mean(fx.waits_without_backoffs()) < 56 * 3
+    assert fx.run_policy("unfair", max_backoffs=0).spin_stats.iloc[0]["backoffs"] == 0
 
 
 def test_one_look_per_round_is_what_made_the_earlier_model_wait_hundreds_of_times_too_often():
@@ -161,7 +159,8 @@ def test_spins_per_collision_follow_from_the_spin_cost_near_white():
 def test_the_fair_max_wait_is_the_fifo_bound_without_a_co_tenant():
     """Nothing else runs on the insert's schedulers, so a fair waiter waits at most its turns: MAXDOP x (hold +
     hand-off), 0.18 ms.  White's 22 ms is over a hundred times that."""
-    bound_ms = fx.SETUP["maxdop"] * (fx.HOLD_US + fx.HANDOFF_US) / 1000.0
+    bound_ms = fx.fifo_bound_ms()
+    assert bound_ms == pytest.approx(fx.SETUP["maxdop"] * (fx.HOLD_US + fx.HANDOFF_US) / 1000.0)
     max_ms = fx.run_policy("fair").latch_stats.iloc[0]["max_wait_time_ms"]
     assert 0.5 * bound_ms < max_ms <= bound_ms
     assert fx.PUBLISHED["fair"]["max_wait_ms"] > 100 * max_ms
@@ -173,10 +172,7 @@ def test_a_quantum_long_stall_of_the_new_owner_puts_a_quantum_on_the_fair_tail(q
     queue until the query's quantum ends, the latch owned but idle, and every waiter behind it waits a quantum
     too.  The tail then grows with the quantum; a co-tenant there all the time also stretches the run several
     times over, so White's 5.5 s allows such stalls only rarely."""
-    bound_ms = fx.SETUP["maxdop"] * (fx.HOLD_US + fx.HANDOFF_US) / 1000.0
-    rows = fx.WHITE_ROWS // 64
-    alone = fx.run_policy("fair", rows=rows)
-    shared = fx.run_policy("fair", rows=rows, busy_scheduler=0, quantum_ms=quantum_ms)
-    max_ms = shared.latch_stats.iloc[0]["max_wait_time_ms"]
-    assert quantum_ms < max_ms < quantum_ms + bound_ms
-    assert shared.elapsed_ms > 3 * alone.elapsed_ms
+    tail = fx.co_tenant_tail(quantum_ms)
+    assert tail["alone_max_wait_ms"] < fx.fifo_bound_ms()
+    assert quantum_ms < tail["max_wait_ms"] < quantum_ms + fx.fifo_bound_ms()
+    assert tail["slowdown"] > 3

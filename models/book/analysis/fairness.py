@@ -301,6 +301,37 @@ def starvation_table(maxdops: Iterable[int] = (2, 4, 8, 11, 16), seeds: Iterable
     return pd.DataFrame(out)
 
 
+def waits_without_backoffs(seeds: Iterable[int] = (1, 2, 3)) -> list[float]:
+    """LATCH_EX waits of the unfair run when a failed spin cycle suspends at once (no back-off allowed), per seed.
+
+    The same failed cycles that the setup counts as back-offs then count as waits: the most waits the fitted
+    cycle allows, where the setup's three back-offs give the fewest.
+    """
+    return [float(run_policy("unfair", max_backoffs=0, seed=s).latch_stats.iloc[0]["waiting_requests_count"] * SCALE)
+            for s in seeds]
+
+
+def co_tenant_tail(quantum_ms: float, rows: int = WHITE_ROWS // 64) -> dict[str, float]:
+    """The fair run with a CPU-bound query sharing worker 0's scheduler, against the run without it.
+
+    Whenever the latch is handed to worker 0, the new owner waits at the head of the runnable queue until
+    the query ends its quantum (SQLOS does not preempt), the latch owned but idle and every waiter behind it
+    waiting too: the longest wait becomes about one quantum plus the FIFO turns.  Worker 0 meets the query at
+    almost every turn, so the run also slows several times over.  1/64 of White's rows by default.
+    """
+    alone = run_policy("fair", rows=rows)
+    shared = run_policy("fair", rows=rows, busy_scheduler=0, quantum_ms=quantum_ms)
+    return {"quantum_ms": quantum_ms, "max_wait_ms": float(shared.latch_stats.iloc[0]["max_wait_time_ms"]),
+            "alone_max_wait_ms": float(alone.latch_stats.iloc[0]["max_wait_time_ms"]),
+            "slowdown": shared.elapsed_ms / alone.elapsed_ms}
+
+
+def fifo_bound_ms() -> float:
+    """The longest a fair waiter can wait with nothing else on the schedulers: one turn per worker, MAXDOP x (hold +
+    hand-off)."""
+    return SETUP["maxdop"] * (HOLD_US + HANDOFF_US) / 1000.0
+
+
 def without_exchange_stall() -> dict[str, float]:
     """CPU per row with White's unfair-run CXPACKET time taken out (exercise 3's knob).
 
