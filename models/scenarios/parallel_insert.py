@@ -12,6 +12,11 @@ page.  Between log records a worker spends ``rows_per_record x cpu_per_row_us
 latch: the cost of the latch's cache lines moving between more cores).  A
 serial insert (MAXDOP 1) works in the parent transaction and takes no latch.
 
+Under the unfair policy a requester that finds the latch held spins in
+rounds of ``spin_us``, looking at the latch after each; ``spin_rounds`` rounds
+make a spin cycle, after which it backs off (the default, one round, looks
+once per back-off; chapter 3 looks every 0.5 us over a fitted 50 us cycle).
+
 ``busy_scheduler`` puts a CPU-bound MAXDOP 1 query (the co-tenant: it always
 uses its full quantum) on that scheduler, sharing it with the parallel worker
 bound there.
