@@ -22,8 +22,8 @@ from models.engine.rng import poisson_arrivals, seed_state, start_ahead
 from models.engine.state import (
     BT_OVERFLOW, GF_LOG_AHEAD, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH, GF_WAKEUP, G_EVENTS, G_MAIN_LEFT,
     G_SEM_LIMIT, G_SEM_TARGET, LF_BACKOFF_US, LF_CONTCOST, LF_SPIN_US, L_ACQ, L_MAX_BACKOFFS, L_POLICY,
-    L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, State, WF_ARRIVE, W_DAEMON, W_PC, W_SCHED,
-    allocate,
+    L_ROUNDS_PER_BACKOFF, L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, State, WF_ARRIVE, W_DAEMON,
+    W_PC, W_SCHED, allocate,
 )
 
 
@@ -42,6 +42,7 @@ class LatchSpec:
     spins_per_round: int = 100
     max_backoffs: int = 4
     backoff_us: float = 5.0
+    rounds_per_backoff: int = 1  # spin rounds, the latch checked after each, before a back-off
     contender_cost_us: float = 0.0
     wait_type: str = ""       # a wait type of its own instead of prefix_MODE (not then a latch class in the DMV)
     shown_modes: tuple[str, ...] = ("EX",)  # wait rows shown even with no waits
@@ -174,6 +175,7 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         s.latches[k, L_POLICY] = POLICIES.index(spec.policy)
         s.latches[k, L_SPINS_PER_ROUND] = spec.spins_per_round
         s.latches[k, L_MAX_BACKOFFS] = spec.max_backoffs
+        s.latches[k, L_ROUNDS_PER_BACKOFF] = spec.rounds_per_backoff
         s.latch_times[k, LF_SPIN_US] = to_ticks(spec.spin_us)
         s.latch_times[k, LF_BACKOFF_US] = to_ticks(spec.backoff_us)
         s.latch_times[k, LF_CONTCOST] = to_ticks(spec.contender_cost_us)

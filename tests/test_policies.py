@@ -187,6 +187,31 @@ def test_unfair_a_spinner_that_finds_the_latch_free_takes_it_without_suspending(
     assert (spin["collisions"], spin["spins"], spin["backoffs"]) == (1, 200, 1)
 
 
+def test_unfair_a_spin_cycle_looks_at_the_latch_after_every_round_and_takes_it_at_the_first_look_after_release():
+    """H releases at 12.2 us; W asks at 10 us and spins in 0.5 us rounds, up to 10 per cycle: it looks at 10.5, 11,
+    ... and takes the latch at 12.5 us, five rounds in, without backing off."""
+    res, log = _run([(0.0, EX, 12.2), (10.0, EX, 10.0)], "unfair", spin_us=0.5, spins_per_round=10,
+                    rounds_per_backoff=10, max_backoffs=3, backoff_us=5.0)
+    assert not log.loc[1, "suspended"] and log.loc[1, "grant_ms"] == pytest.approx(0.0125)
+    assert _intervals(res.trace, 1, "spinning") == _approx([(0.010, 0.0125)])
+    spin = res.spin_stats.iloc[0]
+    assert (spin["collisions"], spin["spins"], spin["backoffs"]) == (1, 50, 0)
+    assert res.workers.loc[1, "spin_ms"] == pytest.approx(0.0025)
+
+
+def test_unfair_a_failed_spin_cycle_backs_off_then_spins_a_whole_cycle_again():
+    """H holds until 1 ms; W asks at 10 us, cycles of three 1 us rounds, one back-off of 5 us: spin 10-13, back off
+    13-18, spin 18-21, then suspend."""
+    res, log = _run([(0.0, EX, 1_000.0), (10.0, EX, 10.0)], "unfair", spin_us=1.0, spins_per_round=100,
+                    rounds_per_backoff=3, max_backoffs=1, backoff_us=5.0)
+    us = 1e-3
+    assert _intervals(res.trace, 1, "spinning") == _approx([(10 * us, 13 * us), (18 * us, 21 * us)])
+    assert _intervals(res.trace, 1, "backoff") == _approx([(13 * us, 18 * us)])
+    assert _intervals(res.trace, 1, "suspended") == _approx([(21 * us, 1.0)])
+    spin = res.spin_stats.iloc[0]
+    assert (spin["collisions"], spin["spins"], spin["backoffs"]) == (1, 600, 1)
+
+
 # ---------------------------------------------------------------- every policy
 
 

@@ -13,9 +13,12 @@ Latch policies (per latch):
   delay and a context switch.  Newcomers queue behind waiters.
 * unfair: a release frees the latch and signals the head waiter, which must
   try again when it runs; any running requester may take the latch first
-  (barging).  A requester that finds the latch held spins ``spin_us`` per
-  round, backs off ``backoff_us * 2**k`` keeping its scheduler, and after
-  ``max_backoffs`` back-offs suspends in the FIFO queue.
+  (barging).  A requester that finds the latch held spins in rounds of
+  ``spin_us``, checking the latch after each; after ``rounds_per_backoff``
+  failed rounds (a spin cycle) it backs off ``backoff_us * 2**k`` keeping its
+  scheduler, spins another cycle, and after ``max_backoffs`` back-offs
+  suspends in the FIFO queue.  With one round per back-off (the default) a
+  spinner checks the latch once per back-off.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from models.engine.state import (
     ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ, AL_SUSPENDED, AL_WORKER,
     BACKOFF, EV_BACKOFF_DONE, EV_SPIN_DONE, FLAG_GRANTED, FLAG_RETRY, G_LOGN, G_SAMPLEN, LF_BACKOFF_US,
     LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_SPIN_US, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, L_ACQ, L_BACKOFFS,
-    L_COLL, L_HELD, L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, L_SPINNERS, L_SPINS,
-    L_SPINS_PER_ROUND, RUNNING, SF_BUSY, SPINNING, SUSPENDED, WF_CPU, WF_LATCHWAIT, WF_SIGACC, WF_SPIN,
+    L_COLL, L_HELD, L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, L_ROUNDS_PER_BACKOFF, L_SPINNERS,
+    L_SPINS, L_SPINS_PER_ROUND, RUNNING, SF_BUSY, SPINNING, SUSPENDED, WF_CPU, WF_LATCHWAIT, WF_SIGACC, WF_SPIN,
     WF_TENQ, WF_TREQ, WF_TSIG, WF_TSUSP, WF_WAITACC, W_ACQ, W_BACKOFFS, W_FLAG, W_LATCH, W_LOG, W_MODE, W_PC,
-    W_QNEXT, W_QSEQ, W_SCHED, W_WAITED, tables,
+    W_QNEXT, W_QSEQ, W_ROUNDS, W_SCHED, W_WAITED, tables,
 )
 
 # COMPATIBLE[requested, held], modes in the order KP, SH, UP, EX, DT.
@@ -226,6 +229,7 @@ def wait_for_latch(mem, w, latch, fair, now):
         t = tables(mem)
         t.latches[latch, L_COLL] += 1
         t.workers[w, W_BACKOFFS] = 0
+        t.workers[w, W_ROUNDS] = 0
         spin_round(mem, w, now)
 
 
@@ -257,7 +261,7 @@ def release(mem, w, latch, mode, now):
 
 @njit(**JIT_INLINE)
 def on_spin_done(mem, w, now):
-    """A spin round ended: take the latch if free (True: go on executing), else back off or suspend."""
+    """A spin round ended: take the latch if free (True: go on executing), else spin on, back off or suspend."""
     t = tables(mem)
     workers, latches = t.workers, t.latches
     latch = workers[w, W_LATCH]
@@ -269,6 +273,11 @@ def on_spin_done(mem, w, now):
         complete_acquire(mem, w, now)
         workers[w, W_PC] += 1
         return True
+    workers[w, W_ROUNDS] += 1
+    if workers[w, W_ROUNDS] < latches[latch, L_ROUNDS_PER_BACKOFF]:  # the spin cycle goes on
+        spin_round(mem, w, now)
+        return False
+    workers[w, W_ROUNDS] = 0
     if workers[w, W_BACKOFFS] < latches[latch, L_MAX_BACKOFFS]:
         pause = t.latch_times[latch, LF_BACKOFF_US] * 2.0 ** workers[w, W_BACKOFFS]
         workers[w, W_BACKOFFS] += 1

@@ -43,7 +43,7 @@ FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 (W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
  W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
  W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
- W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_GQUEUE, W_NCOLS) = range(37)
+ W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_GQUEUE, W_ROUNDS, W_NCOLS) = range(38)
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
 REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
 
@@ -65,7 +65,7 @@ SF_BUSY, SF_NCOLS = 0, 1
 # Latch integer columns (the ``latches`` table): held counts per mode come first (KP..DT = 0..4); L_HELD
 # has bit m set while mode m is held, so a grant check is one mask test (models.engine.latch).
 (L_QHEAD, L_QTAIL, L_QLEN, L_POLICY, L_SPINNERS, L_ACQ, L_COLL, L_SPINS,
- L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_NCOLS) = range(5, 19)
+ L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_ROUNDS_PER_BACKOFF, L_NCOLS) = range(5, 20)
 # Latch float columns (the ``latch_times`` table; microseconds).
 (LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_CONTCOST, LF_SPIN_US, LF_BACKOFF_US,
  LF_NCOLS) = range(8)

@@ -12,6 +12,11 @@ page.  Between log records a worker spends ``rows_per_record x cpu_per_row_us
 latch: the cost of the latch's cache lines moving between more cores).  A
 serial insert (MAXDOP 1) works in the parent transaction and takes no latch.
 
+Under the unfair policy a requester that finds the latch held spins in
+rounds of ``spin_us``, looking at the latch after each; ``spin_rounds`` rounds
+make a spin cycle, after which it backs off (the default, one round, looks
+once per back-off; chapter 3 looks every 0.5 us over a fitted 50 us cycle).
+
 ``busy_scheduler`` puts a CPU-bound MAXDOP 1 query (the co-tenant: it always
 uses its full quantum) on that scheduler, sharing it with the parallel worker
 bound there.
@@ -47,6 +52,8 @@ PARAMS = (
     Param("hold_us", "float", 2.0, "us", 0.01, 10_000.0, help="time the latch is held to add one log record"),
     Param("contender_cost_us", "float", 0.0, "us", 0.0, 1000.0,
           help="extra hold time per worker contending for the latch (cache-line coherency)"),
+    Param("spin_rounds", "int", 1, "", 1, 100_000,
+          help="spin rounds (spin_us each, the latch checked after each) before a back-off (unfair policy)"),
     Param("busy_scheduler", "int", -1, "", -1, 255,
           help="scheduler shared with a CPU-bound MAXDOP 1 query (-1: none)"),
 ) + common_params(schedulers=24)
@@ -99,7 +106,8 @@ def build(values: dict[str, Any]) -> Workload:
         program=prog, worker_start=starts, worker_scheduler=scheds,
         worker_arrival_us=[0.0] * total, worker_daemon=daemon, worker_kind=kinds,
         latches=[LatchSpec("NESTING_TRANSACTION_FULL", "LATCH",
-                           contender_cost_us=values["contender_cost_us"], **latch_knobs(values))],
+                           contender_cost_us=values["contender_cost_us"], rounds_per_backoff=values["spin_rounds"],
+                           **latch_knobs(values))],
         schedulers=values["schedulers"], quantum_us=values["quantum_ms"] * 1000.0,
         context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
         expected_acquires=records if n > 1 else 0, work_units=records,
