@@ -5,7 +5,10 @@ relations need (a latch class's waits, hand-off and visit rate; the
 settings; the closed repairman's hold and think), and name what is missing
 or contradictory as a :class:`FitError`.  :class:`Clue` is what a scenario's
 diagnosis rule reads; :class:`Refusal` is how a rule says the pattern is its
-family's but no model here covers it.  Nothing here names a scenario.
+family's but no model here covers it, naming what the capture shows
+instead.  It also places page latch waits (tempdb's pages, allocation
+pages, the captured database), finds columnstore work in a capture and
+parses @@VERSION (SQL Server 2016 to 2022).  Nothing here names a scenario.
 """
 
 from __future__ import annotations
@@ -368,7 +371,7 @@ def waited_pages(snap: Snapshot) -> list[WaitedPage]:
     out = []
     for row in snap.table("page").itertuples(index=False):
         m = re.match(r"\s*(\d+):(\d+):(\d+)", str(row.name))
-        if m and row.count == row.count and row.count > 0:
+        if m and row.count > 0:  # an empty count (NaN) is no waiter
             out.append(WaitedPage(int(m.group(1)), int(m.group(2)), int(m.group(3)), float(row.count)))
     return sorted(out, key=lambda p: -p.waiters)
 

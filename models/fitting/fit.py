@@ -295,8 +295,11 @@ def _refuse_corrections_out_of_range(spec: Scenario, point: Point, clipped: dict
 
     The relation's own value was in range, so the correction (the mean offset of the fitted model's own
     snapshots) is larger than the value itself: those snapshots do not fit back near the capture, and a value
-    held at the bound (a CPU of 0 ms, say) would be a confident wrong answer.
+    held at the bound (a CPU of 0 ms, say) would be a confident wrong answer.  When a relation itself left the
+    model's range, the replicates ran a model held at a bound: the fit already says CLIPPED, and that stands.
     """
+    if any(not spec.param(n).low <= value <= spec.param(n).high for n, (value, _, _) in point.fitted.items()):
+        return
     for pname, side in clipped.items():
         value, unit, _ = point.fitted[pname]
         low = spec.param(pname).low

@@ -178,7 +178,8 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                 "it cannot show (Obbish's 1.33 us is used)", "a capture with lock pages in memory on"),
                "pages_per_call": ("pages freed per OS call", "an ETW trace of FreePage calls (Obbish's method)"),
                "os_calls_per_rowgroup": ("calls per rowgroup", "the rowgroups compressed in the interval")}
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    return evidence.Point(fitted, settings, assumed, visits_per_s,
+                          caveats=evidence.instance_caveats(snap))
 
 
 # The least mean MEMORY_ALLOCATION_EXT wait that can be the model's OS call: a tenth of the calibrated call

@@ -287,7 +287,8 @@ def estimate(snap: Snapshot) -> evidence.Point:
         assumed["behaviour"] = (how, "a test of a timed-out columnstore insert on this version (Obbish's, seed 001)")
     else:
         settings["behaviour"] = (behaviour, how)
-    return evidence.Point(fitted, settings, assumed, ran / snap.interval_s, bounds)
+    return evidence.Point(fitted, settings, assumed, ran / snap.interval_s, bounds,
+                          caveats=evidence.instance_caveats(snap))
 
 
 # The version whose cumulative update changed what a forced columnstore insert does (seed 001, Obbish: 2017 CU14).
@@ -328,7 +329,8 @@ def claims(clue: evidence.Clue) -> list[str] | None:
     columnstore = evidence.columnstore_evidence(snap)
     semaphore = [f"{snap.get('semaphore', name):,.0f} {name}" for name in (FORCED_GRANTS, GRANT_TIMEOUTS)
                  if snap.has("semaphore", name)]
-    said = f" (sys.dm_exec_query_resource_semaphores: {', '.join(semaphore)})" if semaphore else ""
+    said = (f" (sys.dm_exec_query_resource_semaphores: {', '.join(semaphore)})" if semaphore else
+            " (the capture has no semaphore rows, so the forced grants and time-outs are not known)")
     if not columnstore:
         raise evidence.Refusal([f"queries wait for memory grants{said}, but the capture shows no columnstore work (no "
                                 "SQLServer:Columnstore rowgroup counter moved, no COLUMNSTORE wait), and the book's "

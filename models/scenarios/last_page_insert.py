@@ -386,6 +386,9 @@ def claims(clue: evidence.Clue) -> list[str] | None:
     """
     if clue.family != "PAGELATCH":
         return None
+    if clue.top_wait != "PAGELATCH_EX" and clue.top_wait != "PAGELATCH_SH":
+        raise evidence.Refusal([f"{clue.top_wait} on top, on pages that are not allocation pages: the hot page's "
+                                "inserts wait in EX (and their walks in SH), so no model here covers it"])
     snap = clue.snap
     db_id, where = evidence.database_context(snap)
     system = evidence.system_database(snap)
