@@ -249,3 +249,16 @@ def test_an_old_snapshot_still_parses_and_fits_its_scenario():
     snap = parse(old)
     assert snap.setting("database_id") is None and not snap.has("index_insert")
     assert fitting.diagnose(snap).scenario == "last-page-insert"
+
+
+def test_other_work_on_the_instance_is_said_where_the_counters_show_it():
+    from models.scenarios import last_page_insert
+
+    rows = PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,"]
+    alone = parse(capture({"interval_s": 60, "database": "shop", "database_id": 5}, rows))
+    busy = parse(capture({"interval_s": 60, "database": "shop", "database_id": 5},
+                         [r.replace("Batch Requests/sec,300000", "Batch Requests/sec,900000") for r in rows]))
+    assert not any("other work ran" in c for c in last_page_insert._caveats(alone, 300000))
+    said = last_page_insert._caveats(busy, 300000)
+    assert any("900,000 batch requests for 300,000 transactions" in c and "upper bound" in c for c in said)
+    assert any("no leaf_insert_count" in c for c in said)  # and the rows per call it cannot know

@@ -178,8 +178,14 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                 "it cannot show (Obbish's 1.33 us is used)", "a capture with lock pages in memory on"),
                "pages_per_call": ("pages freed per OS call", "an ETW trace of FreePage calls (Obbish's method)"),
                "os_calls_per_rowgroup": ("calls per rowgroup", "the rowgroups compressed in the interval")}
-    return evidence.Point(fitted, settings, assumed, visits_per_s,
-                          caveats=evidence.instance_caveats(snap))
+    caveats = evidence.instance_caveats(snap)
+    compressed = snap.get("counter", ROWGROUPS_COMPRESSED)
+    if compressed > 0:
+        caveats.append(f"the capture counts {compressed:,.0f} rowgroups compressed (SQLServer:Columnstore) for "
+                       f"{calls:,.0f} MEMORY_ALLOCATION_EXT waits, {calls / compressed:,.0f} per rowgroup if every "
+                       f"wait was a compression's OS call; the fit keeps the calibrated "
+                       f"{defaults['os_calls_per_rowgroup']} (rowgroups that span the capture's ends blur the count)")
+    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats)
 
 
 # The least mean MEMORY_ALLOCATION_EXT wait that can be the model's OS call: a tenth of the calibrated call

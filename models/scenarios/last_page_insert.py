@@ -351,9 +351,17 @@ def estimate(snap: Snapshot) -> evidence.Point:
     return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=_caveats(snap, calls))
 
 
+OTHER_WORK = 1.5  # more batch requests than this many per transaction: the instance ran other work too
+
+
 def _caveats(snap: Snapshot, calls: float) -> list[str]:
     """What the estimate assumes of the capture: the instance's CPU and sessions are this workload's, a row a call."""
     said = evidence.instance_caveats(snap)
+    batches, transactions = snap.get("counter", BATCHES), snap.get("counter", TRANSACTIONS)
+    if transactions > 0 and batches > OTHER_WORK * transactions:
+        said.append(f"the instance ran {batches:,.0f} batch requests for {transactions:,.0f} transactions of the "
+                    "captured database: other work ran beside the inserts, so the CPU per row charged to them is an "
+                    "upper bound")
     inserted = snap.table("index_insert")["count"].fillna(0).sum()
     if inserted > 0:
         said.append(f"the index rows count {inserted:,.0f} leaf inserts (leaf_insert_count) for {calls:,.0f} "
