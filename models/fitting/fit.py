@@ -67,7 +67,7 @@ def diagnoses() -> dict[str, tuple[str, str]]:
         looks, names = table.get(rule.label, (rule.looks_like, ""))
         table[rule.label] = (looks, f"{names} or {spec.name}" if names else spec.name)
     for name, looks in RECOGNISED.items():
-        table[name] = (looks, "none: named, with the standard advice")
+        table[name] = (looks, "none: named, with what to do instead")
     table[NOT_A_LATCH] = ("any other top wait, or none", "none")
     return table
 

@@ -265,6 +265,8 @@ def estimate(snap: Snapshot) -> evidence.Point:
     fitted = {"grant_mb_per_dop": (grant / maxdop, "MB", f"{at_once} of {queries} queries got memory at once under "
                                    f"the {target:,.0f} MB target, so one grant is {low:,.0f} to {high:,.0f} MB")}
     bounds = {"grant_mb_per_dop": (low / maxdop, high / maxdop)}
+    # max_ms is the longest wait since start-up, not the interval's; each wait is at most that, so a mean wait equal
+    # to it still says every wait of the interval lasted exactly that long.
     if waited and abs(wait_ms - waited * max_ms) <= 0.001 * wait_ms:
         fitted["grant_timeout_s"] = (max_ms / 1000.0, "s", f"all {waited:,.0f} waits lasted {max_ms / 1000:,.1f} s: "
                                      "they timed out")

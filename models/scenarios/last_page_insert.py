@@ -487,6 +487,7 @@ SCENARIO = Scenario(
     throughput=Throughput(counts="rows"),
     reported_waits=("PAGELATCH", "BTREE_INSERT_FLOW_CONTROL"),  # flow control moves waiting to its own wait type
     capture=Capture(session_param="sessions", rows=capture_rows),
-    diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX on one index", rank=2, claims=claims),
+    diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX, half of the instance's on one index of the "
+                            "captured user database", rank=2, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
 )
