@@ -261,6 +261,7 @@ def fit_text(f: Any) -> str:
     lines += [f"  - {e}" for e in f.diagnosis.evidence]
     if f.scenario is None:
         return "\n".join(lines) + "\n"
+    lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     rows = [(name, _number_text(e.estimate, e.unit),
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
@@ -316,7 +317,7 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) 
         print(COMPILING, file=sys.stderr, flush=True)
     fitted = fitting.fit(snap, scenario=scenario)
     if fitted.scenario is None:
-        raise ParameterError(f"no what-ifs: {fitting.NOT_A_LATCH} ({fitted.diagnosis.evidence[-1]})")
+        raise ParameterError(f"no what-ifs: {fitted.diagnosis.name} ({fitted.diagnosis.evidence[-1]})")
     if change is not None:
         prediction = whatif.predict(fitted, change)
         out = {"change": prediction.change, "what": prediction.what, "sets": prediction.sets, "unit": prediction.unit, "applies": prediction.applies,

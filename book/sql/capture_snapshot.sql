@@ -10,29 +10,45 @@ WHAT IT DOES
     The format is the one models/fitting/snapshot.py defines: the header line, the
     settings of the capture, then one row per DMV row that moved:
 
-        setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version
+        setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version,
+                   database, database_id, sql_memory_model
         latch      sys.dm_os_latch_stats
         wait       sys.dm_os_wait_stats
         spinlock   sys.dm_os_spinlock_stats
-        xevent     latch_acquired events by latch class (only with @xevents = 1)
+        xevent     latch_acquired events of one latch class (only with @xevents = 1)
         scheduler  sys.dm_os_schedulers, every visible online scheduler
-        counter    Batch Requests/sec, Transactions/sec, Version Generation rate (KB/s)
-        index      sys.dm_db_index_operational_stats of @database, as schema.table.index
+        counter    Batch Requests/sec, Transactions/sec (of @database), Version Generation rate (KB/s),
+                   Total Rowgroups Compressed, Delta Rowgroups Created (SQLServer:Columnstore)
+        semaphore  sys.dm_exec_query_resource_semaphores: forced_grant_count, timeout_error_count
+        index      sys.dm_db_index_operational_stats of @database, as schema.table.index:
+                   page_latch_wait_count and _in_ms; index_tree: tree_page_latch_wait_count and
+                   _in_ms (the non-leaf pages' part); index_insert: leaf_insert_count;
+                   index_allocation: leaf_allocation_count (page splits and new end pages)
         page       sys.dm_os_waiting_tasks: page latch waiters seen at the two reads, by page
 
-    Counts and times are differences (second read minus first); max_time_ms is
-    the DMV's own maximum as the second read found it.  Every wait type that
-    moved is kept, the benign ones (idle waits, SOS_SCHEDULER_YIELD, ...)
-    included: the fit filters them itself.
+    Counts and times are differences over the interval (second read minus
+    first).  max_time_ms is NOT the interval's: it is the DMV's own maximum
+    since start-up (or the last clear) as the second read found it, an upper
+    bound on any one wait of the interval, and the fit uses it only as such.
+    Every wait type that moved is kept, the benign ones (idle waits,
+    SOS_SCHEDULER_YIELD, ...) included: the fit filters them itself.
+
+    The wait, latch, spinlock and scheduler rows, Batch Requests/sec and the
+    sessions are the whole instance's; Transactions/sec and the index rows are
+    @database's.  The fit says so where it charges the former to one workload.
 
 WHAT IT NEEDS
     SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.
     With @xevents = 1 it also creates, starts and drops an extended-events
-    session: ALTER ANY EVENT SESSION.  It changes nothing else.
+    session filtered to one latch class: ALTER ANY EVENT SESSION.  It
+    changes nothing else.
 
 HOW TO RUN IT
-    Set the three parameters below (or, for @database, connect to that
-    database), run the whole script at once (it is a single batch, with no
+    Set the parameters below (or, for @database, connect to that database:
+    the script refuses to read a system database's indexes, master, tempdb,
+    model or msdb, unless @allow_system_database = 1, because under sqlcmd
+    without -d it runs in the login's default database, often master), run
+    the whole script at once (it is a single batch, with no
     batch separators) and save the result as snapshot.csv:
 
     - SSMS: results to grid (Ctrl+D), run, click the csv column's header to
@@ -74,13 +90,19 @@ SET NUMERIC_ROUNDABORT OFF;
 -- Parameters
 -------------------------------------------------------------------------------
 DECLARE @interval_s int     = 60;         -- seconds between the two snapshots (1 to 86399)
-DECLARE @xevents    bit     = 0;          -- 1: also count sqlserver.latch_acquired events by latch class
-                                          --    over the interval (extended events, histogram target).
+DECLARE @xevents    bit     = 0;          -- 1: also count sqlserver.latch_acquired events of one latch
+                                          --    class over the interval (extended events, histogram target).
                                           --    latch_acquired fires on every latch acquire, millions of
-                                          --    times a second on a busy server: use it only for a short
-                                          --    interval on a test or quiet server.
+                                          --    times a second on a busy server: the session keeps only
+                                          --    @xevent_class's (a predicate), and still, use it only for a
+                                          --    short interval on a test or quiet server.
+DECLARE @xevent_class nvarchar(60) = NULL; -- the latch class whose acquires are counted, as
+                                          --    sys.dm_os_latch_stats names it (NULL: the class other than
+                                          --    BUFFER with the most wait time since start-up)
 DECLARE @database   sysname = DB_NAME();  -- the database whose indexes (sys.dm_db_index_operational_stats)
                                           -- and Transactions/sec counter are read
+DECLARE @allow_system_database bit = 0;   -- 1: read @database's indexes even if it is master, tempdb,
+                                          --    model or msdb (0: refuse, as the waits are a user database's)
 
 -------------------------------------------------------------------------------
 -- Checks and working variables
@@ -100,6 +122,15 @@ BEGIN
     RETURN;
 END;
 
+-- The index rows and Transactions/sec must be the user database's whose work waits.  Under sqlcmd without -d
+-- (or SSMS connected to the default database) DB_NAME() is the login's default database, often master.
+IF @database_id IN (1, 2, 3, 4) AND ISNULL(@allow_system_database, 0) = 0
+BEGIN
+    RAISERROR(N'@database = %s is a system database (master, tempdb, model or msdb): the script ran in it, not in the user database whose work waits. Run it there (sqlcmd -d DATABASE, or USE DATABASE first), or set @database; set @allow_system_database = 1 to read this one anyway.',
+              16, 1, @database);
+    RETURN;
+END;
+
 -- WAITFOR DELAY takes 'hh:mm:ss': the seconds as a time of day, in style 108.
 DECLARE @delay char(8) = CONVERT(char(8), DATEADD(SECOND, @interval_s, CAST('00:00:00' AS time(0))), 108);
 
@@ -114,6 +145,8 @@ DECLARE @target     xml;                    -- the histogram target's data
 DECLARE @dropped    bigint = 0;             -- events the event session lost (its buffers were full)
 DECLARE @sql        nvarchar(max);          -- dynamic SQL (the index names, in @database)
 DECLARE @names_note nvarchar(4000);         -- why index names could not be read, if they could not
+DECLARE @class_key  int;                    -- the latch_class map key of @xevent_class (the predicate)
+DECLARE @memory_model nvarchar(60);         -- sys.dm_os_sys_info sql_memory_model_desc (2016 SP1 and later)
 
 -------------------------------------------------------------------------------
 -- Working tables
@@ -124,7 +157,7 @@ DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
 -- column names (NULL where the source has no such column).
 CREATE TABLE #snap (
     snap           tinyint       NOT NULL,  -- 1: first snapshot, 2: second
-    source         varchar(10)   NOT NULL,  -- latch, wait, spinlock, scheduler, counter, index
+    source         varchar(16)   NOT NULL,  -- latch, wait, spinlock, scheduler, counter, semaphore, index...
     name           nvarchar(256) NOT NULL,  -- for index rows object_<id>.index_<id> (named at the end)
     object_id      int           NULL,      -- index rows only
     index_id       int           NULL,      -- index rows only
@@ -139,7 +172,7 @@ CREATE TABLE #snap (
 
 -- The differences (second minus first), one row per row of the second snapshot.
 CREATE TABLE #delta (
-    source         varchar(10)   NOT NULL,
+    source         varchar(16)   NOT NULL,
     name           nvarchar(450) NOT NULL,  -- schema.table.index: up to 3 x 128 characters, 2 dots (and ids)
     object_id      int           NULL,
     index_id       int           NULL,
@@ -165,13 +198,14 @@ CREATE TABLE #xevent (
 );
 
 -- The output, in order: grp (0 header, 1 settings, 2 latch, 3 wait, 4 spinlock,
--- 5 xevent, 6 scheduler, 7 counter, 8 index, 9 page), then k within the group.  A row
+-- 5 xevent, 6 scheduler, 7 counter, 8 index, 9 index_tree, 10 index_insert,
+-- 11 index_allocation, 12 semaphore, 13 page), then k within the group.  A row
 -- with raw set is printed as it is (the header line, a # comment line).
 CREATE TABLE #out (
     grp            tinyint        NOT NULL,
     k              int            NOT NULL,
     raw            nvarchar(4000) NULL,
-    source         varchar(10)    NULL,
+    source         varchar(16)    NULL,
     name           nvarchar(450)  NULL,
     count          bigint         NULL,
     time_ms        bigint         NULL,
@@ -187,9 +221,11 @@ BEGIN TRY
     ---------------------------------------------------------------------------
     -- The extended-events session (created now, started after the first
     -- snapshot).  A session of this name left by a cancelled run is dropped
-    -- first.  The histogram target counts events per value of the event field
-    -- (source_type = 0) class, the latch class; the session runs only between
-    -- the snapshots.
+    -- first.  A predicate keeps only @xevent_class's events (latch_acquired
+    -- fires on every acquire of every class: unfiltered, the session is heavy
+    -- and, with ALLOW_SINGLE_EVENT_LOSS, loses events); the histogram target
+    -- counts them per value of the event field (source_type = 0) class; the
+    -- session runs only between the snapshots.
     ---------------------------------------------------------------------------
     IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = @xe_session)
     BEGIN
@@ -199,9 +235,29 @@ BEGIN TRY
     END;
 
     IF @xevents = 1
-        EXEC (N'
+    BEGIN
+        -- The class to count: the one asked for, else the non-buffer class that has waited longest.  The
+        -- event's class field is a map (latch_class): the predicate compares its key, and the map calls the
+        -- buffer latch BUF where sys.dm_os_latch_stats says BUFFER.
+        IF @xevent_class IS NULL
+            SELECT TOP (1) @xevent_class = l.latch_class
+            FROM sys.dm_os_latch_stats AS l
+            WHERE l.latch_class <> N'BUFFER'
+            ORDER BY l.wait_time_ms DESC;
+        SELECT TOP (1) @class_key = m.map_key
+        FROM sys.dm_xe_map_values AS m
+        WHERE m.name = N'latch_class'
+          AND m.map_value = CASE WHEN @xevent_class = N'BUFFER' THEN N'BUF' ELSE @xevent_class END;
+        IF @class_key IS NULL
+        BEGIN
+            RAISERROR(N'@xevent_class = %s: no such latch class in sys.dm_xe_map_values (latch_class); use a latch_class of sys.dm_os_latch_stats.',
+                      16, 1, @xevent_class);
+            RETURN;
+        END;
+        SET @sql = N'
 CREATE EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER
 ADD EVENT sqlserver.latch_acquired
+    (WHERE ([class] = (' + CONVERT(nvarchar(11), @class_key) + N')))
 ADD TARGET package0.histogram
     (SET filtering_event_name = N''sqlserver.latch_acquired'',
          source               = N''class'',
@@ -211,7 +267,19 @@ WITH (MAX_MEMORY            = 4096 KB,
       EVENT_RETENTION_MODE  = ALLOW_SINGLE_EVENT_LOSS,
       MAX_DISPATCH_LATENCY  = 1 SECONDS,
       TRACK_CAUSALITY       = OFF,
-      STARTUP_STATE         = OFF);');
+      STARTUP_STATE         = OFF);';
+        EXEC (@sql);
+    END;
+
+    -- The memory model (CONVENTIONAL, LOCK_PAGES, LARGE_PAGES): sys.dm_os_sys_info has it from SQL Server
+    -- 2016 SP1; read through dynamic SQL so that an older build leaves the setting out instead of failing.
+    BEGIN TRY
+        EXEC sys.sp_executesql N'SELECT @m = sql_memory_model_desc FROM sys.dm_os_sys_info;',
+                               N'@m nvarchar(60) OUTPUT', @m = @memory_model OUTPUT;
+    END TRY
+    BEGIN CATCH
+        SET @memory_model = NULL;
+    END CATCH;
 
     ---------------------------------------------------------------------------
     -- The two snapshots: the same queries, run twice, with the wait (and the
@@ -301,16 +369,19 @@ WITH (MAX_MEMORY            = 4096 KB,
         FROM sys.dm_os_schedulers AS s
         WHERE s.status = N'VISIBLE ONLINE';
 
-        -- Performance counters.  These three are cumulative (cntr_type
+        -- Performance counters.  The first three are cumulative (cntr_type
         -- 272696576, PERF_COUNTER_BULK_COUNT: despite the "/sec" in their
-        -- names the DMV holds a running total), so their increase over the
-        -- interval is the number wanted.  A counter the DMV lacks gets a row
-        -- with an empty count.
+        -- names the DMV holds a running total), and the two SQLServer:Columnstore
+        -- ones are totals since start-up, so their increase over the interval
+        -- is the number wanted.  A counter the DMV lacks gets a row with an
+        -- empty count.
         INSERT INTO #snap (snap, source, name, count)
         SELECT @snap, 'counter', c.counter_name, p.cntr_value
         FROM (VALUES (N'Batch Requests/sec',             N'%SQL Statistics%', CAST(NULL AS sysname)),
                      (N'Transactions/sec',               N'%:Databases%',     @database),
-                     (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname))
+                     (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname)),
+                     (N'Total Rowgroups Compressed',     N'%:Columnstore%',   CAST(NULL AS sysname)),
+                     (N'Delta Rowgroups Created',        N'%:Columnstore%',   CAST(NULL AS sysname))
              ) AS c (counter_name, object_pattern, instance_name)
         OUTER APPLY (SELECT MAX(pc.cntr_value) AS cntr_value
                      FROM sys.dm_os_performance_counters AS pc
@@ -318,7 +389,15 @@ WITH (MAX_MEMORY            = 4096 KB,
                        AND RTRIM(pc.counter_name) = c.counter_name
                        AND (c.instance_name IS NULL OR RTRIM(pc.instance_name) = c.instance_name)) AS p;
 
-        -- User sessions with a request (this one left out).
+        -- The resource semaphores' forced grants and grant time-outs since start-up, summed over pools.
+        INSERT INTO #snap (snap, source, name, count)
+        SELECT @snap, 'semaphore', v.name, v.count
+        FROM (SELECT SUM(CONVERT(bigint, rs.forced_grant_count))  AS forced_grant_count,
+                     SUM(CONVERT(bigint, rs.timeout_error_count)) AS timeout_error_count
+              FROM sys.dm_exec_query_resource_semaphores AS rs) AS t
+        CROSS APPLY (VALUES (N'forced_grant_count', t.forced_grant_count),
+                            (N'timeout_error_count', t.timeout_error_count)) AS v (name, count);
+
         -- The page latch waiters right now, by page.
         INSERT INTO #pages (name, count)
         SELECT LEFT(wt.resource_description, 256), COUNT(*)
@@ -348,17 +427,30 @@ WITH (MAX_MEMORY            = 4096 KB,
               AND (s.last_request_start_time >= @t1
                    OR EXISTS (SELECT 1 FROM sys.dm_exec_requests AS r WHERE r.session_id = s.session_id));
 
-        -- Page latch waits per index of @database (summed over partitions).
-        -- Last, as it can take a moment on a database with many indexes; only
-        -- the indexes that have waited are kept (an index absent from the
-        -- first snapshot counts from 0).
+        -- Per index of @database (summed over partitions): its page latch
+        -- waits, their part on non-leaf pages (tree_), the rows inserted at
+        -- the leaf level and the leaf pages allocated, one source each.  Last,
+        -- as it can take a moment on a database with many indexes; only the
+        -- indexes that have waited or been inserted into are kept (an index
+        -- absent from the first snapshot counts from 0).
         INSERT INTO #snap (snap, source, name, object_id, index_id, count, time_ms)
-        SELECT @snap, 'index', CONCAT(N'object_', o.object_id, N'.index_', o.index_id),
-               o.object_id, o.index_id,
-               SUM(o.page_latch_wait_count), SUM(o.page_latch_wait_in_ms)
-        FROM sys.dm_db_index_operational_stats(@database_id, NULL, NULL, NULL) AS o
-        GROUP BY o.object_id, o.index_id
-        HAVING SUM(o.page_latch_wait_count) > 0 OR SUM(o.page_latch_wait_in_ms) > 0;
+        SELECT @snap, v.source, CONCAT(N'object_', o.object_id, N'.index_', o.index_id),
+               o.object_id, o.index_id, v.count, v.time_ms
+        FROM (SELECT s.object_id, s.index_id,
+                     SUM(s.page_latch_wait_count)      AS waits,
+                     SUM(s.page_latch_wait_in_ms)      AS wait_ms,
+                     SUM(s.tree_page_latch_wait_count) AS tree_waits,
+                     SUM(s.tree_page_latch_wait_in_ms) AS tree_wait_ms,
+                     SUM(s.leaf_insert_count)          AS inserts,
+                     SUM(s.leaf_allocation_count)      AS allocations
+              FROM sys.dm_db_index_operational_stats(@database_id, NULL, NULL, NULL) AS s
+              GROUP BY s.object_id, s.index_id
+              HAVING SUM(s.page_latch_wait_count) > 0 OR SUM(s.page_latch_wait_in_ms) > 0
+                  OR SUM(s.leaf_insert_count) > 0) AS o
+        CROSS APPLY (VALUES ('index',            o.waits,       o.wait_ms),
+                            ('index_tree',       o.tree_waits,  o.tree_wait_ms),
+                            ('index_insert',     o.inserts,     CAST(NULL AS bigint)),
+                            ('index_allocation', o.allocations, CAST(NULL AS bigint))) AS v (source, count, time_ms);
 
         SET @snap += 1;
     END;
@@ -371,7 +463,7 @@ WITH (MAX_MEMORY            = 4096 KB,
     --     columns that wrap past 2,147,483,647 to negative numbers: a wrap
     --     (first >= 0, second < 0) is undone by adding 2^32;
     --   * an index's counters restart when its metadata leaves the cache: if
-    --     they went down, the second snapshot's values (the waits since the
+    --     they went down, the second snapshot's values (the counts since the
     --     restart) are used.
     ---------------------------------------------------------------------------
     INSERT INTO #delta (source, name, object_id, index_id, count, time_ms, max_time_ms, signal_time_ms,
@@ -379,10 +471,10 @@ WITH (MAX_MEMORY            = 4096 KB,
     SELECT b.source, b.name, b.object_id, b.index_id,
            CASE WHEN b.source = 'scheduler' AND d.count < 0 AND b.count < 0 AND a.count >= 0
                     THEN d.count + CAST(4294967296 AS bigint)
-                WHEN b.source = 'index' AND (d.count < 0 OR d.time_ms < 0)
+                WHEN b.source LIKE 'index%' AND (d.count < 0 OR d.time_ms < 0)
                     THEN b.count
                 ELSE d.count END,
-           CASE WHEN b.source = 'index' AND (d.count < 0 OR d.time_ms < 0)
+           CASE WHEN b.source LIKE 'index%' AND (d.count < 0 OR d.time_ms < 0)
                     THEN b.time_ms
                 ELSE d.time_ms END,
            b.max_time_ms,                       -- the DMV's maximum, as the second snapshot read it
@@ -409,7 +501,7 @@ WITH (MAX_MEMORY            = 4096 KB,
     -- read with dynamic SQL.  If that fails (no access to the database), the
     -- rows keep their object_<id>.index_<id> names and a # comment says why.
     ---------------------------------------------------------------------------
-    IF EXISTS (SELECT 1 FROM #delta WHERE source = 'index')
+    IF EXISTS (SELECT 1 FROM #delta WHERE source LIKE 'index%')
     BEGIN
         SET @sql = N'
 UPDATE d
@@ -423,7 +515,7 @@ FROM #delta AS d
 LEFT JOIN ' + QUOTENAME(@database) + N'.sys.indexes AS i
        ON i.object_id = d.object_id
       AND i.index_id = d.index_id
-WHERE d.source = ''index'';';
+WHERE d.source LIKE ''index%'';';
 
         BEGIN TRY
             EXEC sys.sp_executesql @sql, N'@database_id int', @database_id = @database_id;
@@ -437,9 +529,9 @@ WHERE d.source = ''index'';';
         -- Two rows may not share a name in the file: should two names come
         -- out the same, add the ids to them.
         WITH named AS (
-            SELECT name, object_id, index_id, COUNT(*) OVER (PARTITION BY name) AS n
+            SELECT name, object_id, index_id, COUNT(*) OVER (PARTITION BY source, name) AS n
             FROM #delta
-            WHERE source = 'index'
+            WHERE source LIKE 'index%'
         )
         UPDATE named
         SET name = CONCAT(name, N' (', object_id, N'.', index_id, N')')
@@ -475,20 +567,29 @@ WHERE d.source = ''index'';';
            (1, 4, 'setting', N'sessions',             CONVERT(nvarchar(20), @sessions)),
            (1, 5, 'setting', N'request_dop',          CONVERT(nvarchar(20), @dop)),
            (1, 6, 'setting', N'max_server_memory_mb', CONVERT(nvarchar(20), @max_memory_mb)),
-           (1, 7, 'setting', N'version',              @version);
+           (1, 7, 'setting', N'version',              @version),
+           (1, 8, 'setting', N'database',             @database),
+           (1, 9, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id));
 
-    -- Latch, wait, spinlock, scheduler, counter and index rows: those that
-    -- moved (count or time different from zero, or for a spinlock its spins
-    -- or backoffs), every scheduler and the three counters.  Within a source,
+    IF @memory_model IS NOT NULL
+        INSERT INTO #out (grp, k, source, name, value)
+        VALUES (1, 10, 'setting', N'sql_memory_model', @memory_model);
+
+    -- Latch, wait, spinlock, scheduler, counter, semaphore and index rows:
+    -- those that moved (count or time different from zero, or for a spinlock
+    -- its spins or backoffs), every scheduler, the counters and the semaphore.  Within a source,
     -- the largest time first; schedulers by id; counters in a fixed order.
     INSERT INTO #out (grp, k, source, name, count, time_ms, max_time_ms, signal_time_ms, spins, backoffs)
     SELECT g.grp,
            ROW_NUMBER() OVER (PARTITION BY d.source
                               ORDER BY CASE WHEN d.source = 'scheduler' THEN TRY_CONVERT(int, d.name) END,
                                        CASE WHEN d.source = 'counter'
-                                            THEN CASE d.name WHEN N'Batch Requests/sec' THEN 1
-                                                             WHEN N'Transactions/sec'   THEN 2
-                                                             ELSE 3 END END,
+                                            THEN CASE d.name WHEN N'Batch Requests/sec'             THEN 1
+                                                             WHEN N'Transactions/sec'               THEN 2
+                                                             WHEN N'Version Generation rate (KB/s)' THEN 3
+                                                             WHEN N'Total Rowgroups Compressed'     THEN 4
+                                                             ELSE 5 END END,
+                                       CASE WHEN d.source = 'semaphore' THEN d.name END,
                                        d.time_ms DESC, d.count DESC, d.name),
            d.source, d.name, d.count, d.time_ms, d.max_time_ms, d.signal_time_ms, d.spins, d.backoffs
     FROM #delta AS d
@@ -497,32 +598,40 @@ WHERE d.source = ''index'';';
                                       WHEN 'spinlock'  THEN 4
                                       WHEN 'scheduler' THEN 6
                                       WHEN 'counter'   THEN 7
-                                      WHEN 'index'     THEN 8 END) AS g (grp)
-    WHERE d.source IN ('scheduler', 'counter')
+                                      WHEN 'index'     THEN 8
+                                      WHEN 'index_tree'       THEN 9
+                                      WHEN 'index_insert'     THEN 10
+                                      WHEN 'index_allocation' THEN 11
+                                      WHEN 'semaphore'        THEN 12 END) AS g (grp)
+    WHERE d.source IN ('scheduler', 'counter', 'semaphore')
        OR d.count <> 0
        OR d.time_ms <> 0
        OR d.spins <> 0
        OR d.backoffs <> 0;
 
-    -- The latch_acquired counts (empty unless @xevents = 1), most first, and
-    -- a comment if the session lost events.
-    INSERT INTO #out (grp, k, source, name, count)
-    SELECT 5, ROW_NUMBER() OVER (ORDER BY x.count DESC, x.name), 'xevent', x.name, x.count
-    FROM #xevent AS x
-    WHERE x.count > 0;
+    -- The latch_acquired counts (empty unless @xevents = 1), most first.  A
+    -- session that lost events (ALLOW_SINGLE_EVENT_LOSS, its buffers full)
+    -- undercounts by an unknown amount: its counts are left out, with a
+    -- comment saying why, so the fit says the acquire rate is missing rather
+    -- than use a wrong one.
+    IF ISNULL(@dropped, 0) = 0
+        INSERT INTO #out (grp, k, source, name, count)
+        SELECT 5, ROW_NUMBER() OVER (ORDER BY x.count DESC, x.name), 'xevent', x.name, x.count
+        FROM #xevent AS x
+        WHERE x.count > 0;
 
     IF @xevents = 1 AND @dropped > 0
         INSERT INTO #out (grp, k, raw)
         VALUES (5, 2147483647,
-                CONCAT(N'# the event session dropped ', @dropped,
-                       N' latch_acquired events (its buffers were full): the xevent counts are low'));
+                CONCAT(N'# the event session dropped ', @dropped, N' latch_acquired events of ', @xevent_class,
+                       N' (its buffers were full): its counts are left out; capture again with a shorter interval'));
 
     IF @names_note IS NOT NULL
         INSERT INTO #out (grp, k, raw) VALUES (8, 2147483647, @names_note);
 
     -- The page latch waiters seen at the two reads, by page, most first (the 20 busiest pages).
     INSERT INTO #out (grp, k, source, name, count)
-    SELECT TOP (20) 9, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
+    SELECT TOP (20) 13, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
     FROM #pages AS p
     GROUP BY p.name
     ORDER BY SUM(p.count) DESC, p.name;

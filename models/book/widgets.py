@@ -475,7 +475,7 @@ class SnapshotPanel:
             self.status.value = _error_html(f"{name}: {kind + ': ' if kind else ''}{err}")
             return
         with self.output:
-            display(charts.text_table(pd.DataFrame([{"evidence": e} for e in fit.diagnosis.evidence]),
+            display(charts.text_table(pd.DataFrame([{"evidence": e} for e in fit.diagnosis.evidence + fit.caveats]),
                                       f"Diagnosis: {fit.diagnosis.name}"
                                       + (f" (the {fit.scenario} model)" if fit.scenario else "")))
             if fit.scenario:

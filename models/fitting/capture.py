@@ -19,6 +19,9 @@ from models.fitting.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Sn
 from models.params import MAX_SIM_MS, ParameterError, shown
 from models.scenarios.base import Scenario
 
+# The database a model's capture is read in: a user database (ids 1 to 4 are the system databases).
+MODEL_DATABASE = {"database": "latch_models", "database_id": 5}
+
 
 def _dmv_rows(spec: Scenario, values: dict[str, Any], result: models.Result, xevents: bool) -> list[dict[str, Any]]:
     """A run's DMV tables as snapshot rows (cumulative from time 0)."""
@@ -39,7 +42,12 @@ def _dmv_rows(spec: Scenario, values: dict[str, Any], result: models.Result, xev
         rows.append({"source": "scheduler", "name": str(row.scheduler), "count": row.context_switches,
                      "time_ms": row.busy_ms})
     rows.extend(spec.capture.rows(values, result))  # the performance counters (and index rows) the scenario moves
-    return rows
+    return [row for row in rows if row["source"] != "setting"]
+
+
+def _setting_rows(spec: Scenario, values: dict[str, Any], result: models.Result) -> dict[str, Any]:
+    """The settings a scenario's capture states itself (its version, its memory model): rows of source setting."""
+    return {row["name"]: row["value"] for row in spec.capture.rows(values, result) if row["source"] == "setting"}
 
 
 def _run_until(scenario: str, params: dict[str, Any], end_ms: float | None,
@@ -95,7 +103,7 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
             second[column] = second[column] - first[column].reindex(second.index).fillna(0.0)
         second = second.reset_index()
     rows = second[(second[list(DELTAS)].fillna(0.0) != 0).any(axis=1)
-                  | (second["source"].isin(["scheduler", "xevent", "counter"]))].reset_index(drop=True)
+                  | (second["source"].isin(["scheduler", "xevent", "counter", "semaphore"]))].reset_index(drop=True)
     settings: dict[str, Any] = {"interval_s": round(float(interval_s), 6), "schedulers": values.get("schedulers", 0),
                                 "maxdop": values.get("maxdop", 0), "request_dop": values.get("maxdop", 1)}
     sessions = spec.capture.session_count(values)
@@ -104,5 +112,7 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
     if "max_server_memory_mb" in values:
         settings["max_server_memory_mb"] = values["max_server_memory_mb"]
     settings["version"] = f"latch-models {scenario} seed {values['seed']}"
+    settings.update(MODEL_DATABASE)
+    settings.update(_setting_rows(spec, values, second_read))
     rows = rows.round({c: 3 for c in ("time_ms", "max_time_ms", "signal_time_ms")})
     return Snapshot(interval_s=float(settings["interval_s"]), settings=settings, rows=rows)

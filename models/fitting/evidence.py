@@ -5,7 +5,10 @@ relations need (a latch class's waits, hand-off and visit rate; the
 settings; the closed repairman's hold and think), and name what is missing
 or contradictory as a :class:`FitError`.  :class:`Clue` is what a scenario's
 diagnosis rule reads; :class:`Refusal` is how a rule says the pattern is its
-family's but no model here covers it.  Nothing here names a scenario.
+family's but no model here covers it, naming what the capture shows
+instead.  It also places page latch waits (tempdb's pages, allocation
+pages, the captured database), finds columnstore work in a capture and
+parses @@VERSION (SQL Server 2016 to 2022).  Nothing here names a scenario.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.fitting.snapshot import BATCHES, LATCH_SPINS, Snapshot
+from models.fitting.snapshot import (
+    BATCHES, DELTA_ROWGROUPS_CREATED, LATCH_SPINS, ROWGROUPS_COMPRESSED, SYSTEM_DATABASES, TEMPDB_ID, Snapshot,
+)
 from models.params import ParameterError
 
 
@@ -41,12 +46,21 @@ def acquires_and_batches(clue: Clue) -> tuple[float, float]:
     return acquires, snap.get("counter", BATCHES)
 
 
-class Refusal(Exception):
-    """A rule's word that the capture is its family's pattern but no model here covers it (with the evidence why)."""
+NOT_A_LATCH = "not a latch problem: look elsewhere"
+NO_MODEL = "recognised, but no model here covers it"  # a refusal that names nothing more specific
 
-    def __init__(self, evidence: list[str]) -> None:
+
+class Refusal(Exception):
+    """A rule's word that the capture is its family's pattern but no model here covers it (with the evidence why).
+
+    ``name`` says what the capture shows instead, when the rule can tell (tempdb allocation contention, a capture
+    from the wrong database, ...): the diagnosis is then called that, with no model fitted.
+    """
+
+    def __init__(self, evidence: list[str], name: str = NO_MODEL) -> None:
         super().__init__("; ".join(evidence))
         self.evidence = evidence
+        self.name = name
 
 
 MISSING = "not in the capture: "  # how a setting the capture lacks says so (the fit then lists it as assumed)
@@ -196,6 +210,7 @@ class Point:
     assumed: dict[str, tuple[str, str]]           # name -> (why undetermined, what would determine it)
     rate_per_s: float                             # visits per second, for sizing model runs
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)  # ranges a fit knows without replicates
+    caveats: list[str] = field(default_factory=list)  # assumptions the estimates rest on, said in the evidence
 
 
 def setting(snap: Snapshot, name: str, fallback: Any, what: str) -> tuple[Any, str]:
@@ -221,7 +236,8 @@ def visit_rate(snap: Snapshot, cls: str, obs: LatchObs, per_visit: float = 1.0,
         return n / snap.interval_s, f"{snap.get('counter', counter):,.0f} {counter} (no latch_acquired events)"
     raise FitError(f"the snapshot has no latch_acquired count for {cls}"
                    + (f" and no {counter} counter" if counter else "")
-                   + ": capture with the extended-events session (@xevents = 1) so the fit knows the acquire rate")
+                   + f": capture with the extended-events session (@xevents = 1, @xevent_class = '{cls}') so the fit "
+                     "knows the acquire rate")
 
 
 def schedulers(snap: Snapshot) -> tuple[int, str]:
@@ -301,3 +317,187 @@ def dop(snap: Snapshot, schedulers: int) -> tuple[int, str]:
         return schedulers, "the server's maxdop 0: as many workers as schedulers"
     return snap.setting("maxdop"), ("the server's maxdop setting (a query hint or a database-scoped MAXDOP "
                                     "would differ: capture request_dop)")
+
+
+# ----------------------------------------------------------------------------- where page latch waits are
+
+# Allocation pages repeat through a data file: a PFS page every 8,088 pages, a GAM and an SGAM page every 511,232
+# (Microsoft Learn, "Pages and extents architecture guide"); page 1 is the first PFS, 2 the first GAM, 3 the
+# first SGAM, and the later ones are the multiples of the interval (the SGAM one page after its GAM).  Seed 002 (Poche): a waiter on 2:1:1 or 2:1:3 is tempdb allocation contention, and larger page
+# ids at those intervals are the same issue.
+PFS_INTERVAL = 8_088
+GAM_INTERVAL = 511_232
+TEMPDB_ALLOCATION = "tempdb allocation contention (PFS, GAM, SGAM pages)"
+TEMPDB_METADATA = "tempdb metadata contention (system-table pages)"
+ALLOCATION_PAGES = "allocation-page contention (PFS, GAM, SGAM pages) in a user database"
+WRONG_DATABASE = "page latch waits the capture cannot place: capture from the user database"
+GRANT_QUEUE = "a memory-grant queue (RESOURCE_SEMAPHORE) with no columnstore work: no model here"
+TEMPDB_ADVICE = ("the standard advice: several tempdb data files of equal size (they share the allocation "
+                 "pages' load), with trace flag 1118's whole-extent allocation, the default for tempdb since "
+                 "SQL Server 2016; on SQL Server 2019 and later, memory-optimized tempdb metadata "
+                 "(ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED TEMPDB_METADATA = ON) for system-table pages; "
+                 "fewer temporary-object creations (seed 002, Poche, and his tempdb post it links, list the "
+                 "changes per version)")
+
+
+@dataclass(frozen=True)
+class WaitedPage:
+    """A page latch waiters were seen on (sys.dm_os_waiting_tasks' db_id:file_id:page_id) and how many."""
+
+    database_id: int
+    file_id: int
+    page_id: int
+    waiters: float
+
+    @property
+    def kind(self) -> str | None:
+        """PFS, GAM or SGAM for an allocation page, None for any other page."""
+        return allocation_page(self.page_id)
+
+
+def allocation_page(page_id: int) -> str | None:
+    """PFS, GAM or SGAM when ``page_id`` is one of a data file's allocation pages, else None."""
+    if page_id == 1 or (page_id > 0 and page_id % PFS_INTERVAL == 0):
+        return "PFS"
+    if page_id == 2 or (page_id > 0 and page_id % GAM_INTERVAL == 0):
+        return "GAM"
+    if page_id == 3 or (page_id > 1 and (page_id - 1) % GAM_INTERVAL == 0):
+        return "SGAM"
+    return None
+
+
+def waited_pages(snap: Snapshot) -> list[WaitedPage]:
+    """The capture's page rows as pages, most waiters first (rows whose name is no db:file:page are left out)."""
+    out = []
+    for row in snap.table("page").itertuples(index=False):
+        m = re.match(r"\s*(\d+):(\d+):(\d+)", str(row.name))
+        if m and row.count > 0:  # an empty count (NaN) is no waiter
+            out.append(WaitedPage(int(m.group(1)), int(m.group(2)), int(m.group(3)), float(row.count)))
+    return sorted(out, key=lambda p: -p.waiters)
+
+
+def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
+    """Refusal naming the contention when the page latch waits are not on a user table's pages.
+
+    Sampled waiters (page rows) mostly on tempdb's pages are tempdb allocation contention (PFS, GAM, SGAM pages)
+    or metadata contention (any other tempdb page, such as its system tables' 2:1:118); mostly on a user
+    database's allocation pages, that database's allocation contention.  Without page rows, PAGELATCH_UP on top
+    is allocation contention (allocation pages are latched UP; index pages SH and EX).  Otherwise nothing is
+    said and the rules go on.
+    """
+    pages = waited_pages(snap)
+    total = sum(p.waiters for p in pages)
+    if total > 0:
+        tempdb = [p for p in pages if p.database_id == TEMPDB_ID]
+        in_tempdb = sum(p.waiters for p in tempdb)
+        if in_tempdb >= 0.5 * total:
+            alloc = sum(p.waiters for p in tempdb if p.kind)
+            top = tempdb[0]
+            seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters seen at the two reads were on tempdb's "
+                    f"pages (database 2), most on {top.database_id}:{top.file_id}:{top.page_id}"
+                    + (f", a {top.kind} page" if top.kind else ""))
+            if alloc >= 0.5 * in_tempdb:
+                raise Refusal([seen, "tempdb's allocation pages (PFS, GAM, SGAM) are latched by every session "
+                               "that creates temporary objects: not a user table's hot page, and no model here "
+                               "covers it", TEMPDB_ADVICE], name=TEMPDB_ALLOCATION)
+            raise Refusal([seen, "pages of tempdb that are not allocation pages are its system tables' "
+                           "(temporary-object metadata): not a user table's hot page, and no model here covers "
+                           "it", TEMPDB_ADVICE], name=TEMPDB_METADATA)
+        alloc = [p for p in pages if p.kind]
+        if sum(p.waiters for p in alloc) >= 0.5 * total:
+            top = alloc[0]
+            raise Refusal([f"{sum(p.waiters for p in alloc):,.0f} of the {total:,.0f} page latch waiters seen were "
+                           f"on allocation pages, most on {top.database_id}:{top.file_id}:{top.page_id} (a "
+                           f"{top.kind} page)", "allocation contention in that database: more data files of equal "
+                           "size spread it; no model here covers it"], name=ALLOCATION_PAGES)
+        return
+    if top_wait == "PAGELATCH_UP":
+        raise Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM), typically tempdb's, and "
+                       "the capture has no page rows to say which: no model here covers it", TEMPDB_ADVICE],
+                      name=TEMPDB_ALLOCATION)
+
+
+def database_context(snap: Snapshot) -> tuple[int | None, str]:
+    """The captured database's id (None when the capture does not say) and a phrase naming it."""
+    db_id, name = snap.setting("database_id"), snap.setting("database")
+    if db_id is None:
+        return None, f"database {name}" if name else "the captured database (the capture does not name it)"
+    return int(db_id), f"database {name or '?'} (id {db_id})"
+
+
+def system_database(snap: Snapshot) -> str | None:
+    """The system database the capture was taken from (master, tempdb, model, msdb), else None."""
+    db_id = snap.setting("database_id")
+    if db_id is not None and int(db_id) in SYSTEM_DATABASES:
+        return SYSTEM_DATABASES[int(db_id)]
+    name = str(snap.setting("database") or "").lower()
+    return name if name in SYSTEM_DATABASES.values() else None
+
+
+# ----------------------------------------------------------------------------- columnstore and versions
+
+
+def columnstore_evidence(snap: Snapshot) -> list[str]:
+    """What in the capture says columnstore work ran: the SQLServer:Columnstore rowgroup counters, COLUMNSTORE waits."""
+    found = []
+    for counter in (ROWGROUPS_COMPRESSED, DELTA_ROWGROUPS_CREATED):
+        if snap.get("counter", counter) > 0:
+            found.append(f"{snap.get('counter', counter):,.0f} {counter} (SQLServer:Columnstore)")
+    waits = snap.table("wait")
+    waits = waits[waits["name"].str.startswith("COLUMNSTORE") & (waits["count"].fillna(0) > 0)]
+    found += [f"{row.count:,.0f} {row.name} waits" for row in waits.itertuples(index=False)]
+    return found
+
+
+# SQL Server's major version by release year (@@VERSION's product version, 13.x to 16.x).
+RELEASES = {13: 2016, 14: 2017, 15: 2019, 16: 2022}
+
+
+@dataclass(frozen=True)
+class SqlVersion:
+    """SQL Server's release, build and update level, as @@VERSION's first line gives them."""
+
+    year: int          # 2016, 2017, 2019, 2022
+    major: int         # 13 .. 16
+    build: str         # the product version, e.g. 15.0.4188.2
+    level: str         # RTM, SP1, SP2, SP3 (the product level)
+    cu: int | None     # the cumulative update, when @@VERSION names one
+
+    def __str__(self) -> str:
+        return f"SQL Server {self.year} {self.level}" + (f" CU{self.cu}" if self.cu is not None else "") + f" ({self.build})"
+
+
+def sql_version(text: str | None) -> SqlVersion | None:
+    """@@VERSION's first line parsed, e.g. 'Microsoft SQL Server 2019 (RTM-CU14) (KB...) - 15.0.4188.2 (X64)'.
+
+    None when the text is no SQL Server 2016 to 2022 version (an older or newer release, or no version).
+    """
+    if not text:
+        return None
+    build = re.search(r"\b(1[3-6])\.(\d+)\.(\d+)(?:\.(\d+))?\b", text)
+    if build is None:
+        return None
+    major = int(build.group(1))
+    year = re.search(r"SQL Server (\d{4})", text)
+    if year is not None and int(year.group(1)) != RELEASES[major]:
+        return None  # a year and a build that disagree: not a version this parser knows
+    level = re.search(r"\((RTM|SP\d)(?:-(?:CU|GDR)?(\d+)?[^)]*)?\)", text)
+    cu = re.search(r"\((?:RTM|SP\d)-CU(\d+)", text)
+    return SqlVersion(RELEASES[major], major, build.group(0), level.group(1) if level else "RTM",
+                      int(cu.group(1)) if cu else None)
+
+
+def instance_caveats(snap: Snapshot) -> list[str]:
+    """What a fit charges to one workload that the capture measured for the whole instance.
+
+    The schedulers' CPU, Batch Requests/sec and the user sessions are the instance's; only Transactions/sec and
+    the index rows are the captured database's.  A fit that reads them as one workload's assumes nothing else ran.
+    """
+    _, where = database_context(snap)
+    said = [f"ASSUMED: the schedulers' CPU, the batch requests and the user sessions are the whole instance's, and "
+            f"the fit charges them all to the workload of {where}; other work on the instance would make the CPU "
+            "per call and the sessions too high"]
+    if system_database(snap):
+        said.append(f"the capture was taken in {system_database(snap)}, a system database: its Transactions/sec and "
+                    "index rows are not a user workload's")
+    return said

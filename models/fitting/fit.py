@@ -22,7 +22,8 @@ import numpy as np
 import models
 from models.figures import FITTED, significant
 from models.fitting.capture import from_model
-from models.fitting.evidence import MISSING, Clue, FitError, Point, Refusal, latch_family
+from models.fitting import evidence as ev
+from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, Point, Refusal, latch_family
 from models.fitting.snapshot import INTERVAL_S, Snapshot
 from models.params import ParameterError, shown
 from models.scenarios.base import Scenario
@@ -55,7 +56,7 @@ XE_TIMER_EVENT CXCONSUMER SOS_SCHEDULER_YIELD
 
 # SOS_SCHEDULER_YIELD and CXCONSUMER are left out of the ranking: they are CPU queueing and a
 # parallel query's coordinator waiting for its workers, the shape of the work rather than a resource.
-NOT_A_LATCH = "not a latch problem: look elsewhere"
+# NOT_A_LATCH (from evidence) names a capture with no latch problem of this book.
 
 
 def diagnoses() -> dict[str, tuple[str, str]]:
@@ -65,8 +66,25 @@ def diagnoses() -> dict[str, tuple[str, str]]:
         rule = spec.diagnosis
         looks, names = table.get(rule.label, (rule.looks_like, ""))
         table[rule.label] = (looks, f"{names} or {spec.name}" if names else spec.name)
+    for name, looks in RECOGNISED.items():
+        table[name] = (looks, "none: named, with what to do instead")
     table[NOT_A_LATCH] = ("any other top wait, or none", "none")
     return table
+
+
+# What the diagnosis names without fitting a model: page latch waits that are not a user table's hot page, and
+# captures that cannot say where their waits are.
+RECOGNISED = {
+    ev.TEMPDB_ALLOCATION: "PAGELATCH waiters on tempdb's PFS, GAM or SGAM pages (2:f:1, 2:f:2, 2:f:3 and their "
+                          "repeats), or PAGELATCH_UP on top",
+    ev.TEMPDB_METADATA: "PAGELATCH waiters on other tempdb pages (its system tables, e.g. 2:1:118)",
+    ev.ALLOCATION_PAGES: "PAGELATCH waiters on a user database's PFS, GAM or SGAM pages",
+    ev.WRONG_DATABASE: "PAGELATCH on top, but no index of the captured database holds the waits (a capture "
+                       "from master, or from another database)",
+    ev.GRANT_QUEUE: "RESOURCE_SEMAPHORE on top with no columnstore work in the capture",
+    ev.NO_MODEL: "a pattern a rule knows but no model covers: page latch waits spread over indexes, or readers' "
+                 "PAGELATCH_SH",
+}
 
 
 @dataclass(frozen=True)
@@ -103,12 +121,13 @@ class Fit:
     rate_per_s: float           # the visits (acquires, calls) per second the fit used for sizing model runs
     replicates: list[dict[str, Any]] = field(default_factory=list)  # the refitted parameters of each replicate
     scale: float = 1.0          # the replicates' spread times this is the capture's: sqrt(window / interval)
+    caveats: list[str] = field(default_factory=list)  # what the estimates assume of the capture, as sentences
 
     @property
     def evidence(self) -> list[str]:
         """Everything the diagnosis and the estimates rest on, as sentences."""
-        return list(self.diagnosis.evidence) + [f"{name}: {e.how}" for name, e in self.params.items()
-                                                 if e.basis != "assumed"]
+        return list(self.diagnosis.evidence) + list(self.caveats) + [f"{name}: {e.how}" for name, e in self.params.items()
+                                                                     if e.basis != "assumed"]
 
     def model_params(self, which: str = "estimate") -> dict[str, Any]:
         """The fitted model's parameters (estimates, or each one's low or high end) for models.run."""
@@ -163,9 +182,12 @@ def _top_latch_class(snap: Snapshot) -> tuple[str | None, str]:
 def diagnose(snap: Snapshot) -> Diagnosis:
     """The dominant contention: the top wait that is work waiting, and the first scenario whose rule claims it.
 
-    Each scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in
-    rank order; a rule that recognises its family's pattern but has no model
-    for it refuses, and the capture is then not a latch problem of this book.
+    Page latch waits on tempdb's or allocation pages are named first
+    (:func:`models.fitting.evidence.page_latch_elsewhere`); then each
+    scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in rank
+    order.  A rule that recognises its family's pattern but has no model for
+    it refuses (:class:`Refusal`): the diagnosis is then what the refusal
+    names, and no model is fitted.
     """
     waits = _waits(snap)
     per_s = 1.0 / snap.interval_s
@@ -187,13 +209,15 @@ def diagnose(snap: Snapshot) -> Diagnosis:
     cls, cls_line = _top_latch_class(snap) if family == "LATCH" else (None, "")
     clue = Clue(snap=snap, top_wait=str(top["name"]), family=family, latch_class=cls, lead=lead)
     evidence = [lead] + ([cls_line] if cls_line else [])
-    for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
-        try:
+    try:
+        if family == "PAGELATCH":
+            ev.page_latch_elsewhere(snap, clue.top_wait)  # tempdb and allocation pages, named before any rule
+        for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
             found = spec.diagnosis.claims(clue)
-        except Refusal as refusal:
-            return Diagnosis(NOT_A_LATCH, None, evidence + refusal.evidence)
-        if found is not None:
-            return Diagnosis(spec.diagnosis.label, spec.name, evidence + found)
+            if found is not None:
+                return Diagnosis(spec.diagnosis.label, spec.name, evidence + found)
+    except Refusal as refusal:
+        return Diagnosis(refusal.name, None, evidence + refusal.evidence)
     others = ", ".join(waits["name"].head(3))
     return Diagnosis(NOT_A_LATCH, None, [lead, f"the top waits ({others}) are not latch or memory-grant "
                                                "waits, so no model here explains them"])
@@ -264,6 +288,26 @@ def _estimator(spec: Scenario, snap: Snapshot) -> Point:
     except (ArithmeticError, ValueError, IndexError, KeyError) as err:
         raise FitError(f"the {spec.name} relations fail on this snapshot ({type(err).__name__}: {err}); its counts "
                        "contradict each other in a way no check named") from None
+
+
+def _refuse_corrections_out_of_range(spec: Scenario, point: Point, clipped: dict[str, str]) -> None:
+    """FitError when a bias correction, not the relation, took a fitted value below the model's range.
+
+    The relation's own value was in range, so the correction (the mean offset of the fitted model's own
+    snapshots) is larger than the value itself: those snapshots do not fit back near the capture, and a value
+    held at the bound (a CPU of 0 ms, say) would be a confident wrong answer.  When a relation itself left the
+    model's range, the replicates ran a model held at a bound: the fit already says CLIPPED, and that stands.
+    """
+    if any(not spec.param(n).low <= value <= spec.param(n).high for n, (value, _, _) in point.fitted.items()):
+        return
+    for pname, side in clipped.items():
+        value, unit, _ = point.fitted[pname]
+        low = spec.param(pname).low
+        if side == "low" and value >= low:
+            raise FitError(f"{pname}: the relation gives {value:,.4g} {unit}, but the fitted {spec.name} model's own "
+                           f"snapshots fit back so far above it that the bias correction takes it below {low:,.4g} "
+                           f"{unit}, the least the model runs: the model does not describe this capture, so no "
+                           "value is given")
 
 
 def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
@@ -347,8 +391,9 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
         if p.kind == "int":
             est, low, high = round(est), math.floor(low), math.ceil(high)
         params[pname] = Estimate(est, low, high, unit, "fitted", how, clipped.get(pname, ""))
+    _refuse_corrections_out_of_range(spec, point, clipped)
     for pname, (what, measure) in point.assumed.items():
         value = spec.param(pname).default
         params[pname] = Estimate(value, value, value, spec.param(pname).unit, "assumed", what)
         undetermined.append({"param": pname, "assumed": _plain(value), "why": what, "measure": measure})
-    return Fit(diagnosis, name, params, undetermined, snap.interval_s, point.rate_per_s, reps, scale)
+    return Fit(diagnosis, name, params, undetermined, snap.interval_s, point.rate_per_s, reps, scale, list(point.caveats))

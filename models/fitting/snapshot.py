@@ -8,8 +8,9 @@ over a window of it, so the fit can be tested against known parameters.
 
 One row per DMV row, columns :data:`COLUMNS`; which columns a row fills
 depends on its ``source`` (:data:`SOURCES`).  Counts and times are
-differences over the interval; ``max_time_ms`` is the DMV's own maximum,
-since its last clear, as the second snapshot read it.  Lines starting with
+differences over the interval; ``max_time_ms`` is the DMV's own maximum
+since start-up or its last clear, as the second snapshot read it: an upper
+bound on any one wait of the interval, not the interval's own longest wait.  Lines starting with
 ``#`` are comments.  :func:`parse` checks a file and raises a named
 :class:`SnapshotError` for each kind of bad input.
 """
@@ -36,16 +37,25 @@ DELTAS = ("count", "time_ms", "signal_time_ms", "spins", "backoffs")  # differen
 # What each source's row holds (the DMV it comes from, and which column is which of its columns).
 SOURCES: dict[str, str] = {
     "setting": "a setting of the capture: name and value (interval_s, schedulers, maxdop, ...)",
-    "latch": "sys.dm_os_latch_stats: count waiting_requests_count, time_ms wait_time_ms, max_time_ms max_wait_time_ms",
-    "wait": "sys.dm_os_wait_stats: count waiting_tasks_count, time_ms wait_time_ms, max_time_ms max_wait_time_ms, "
-            "signal_time_ms signal_wait_time_ms",
+    "latch": "sys.dm_os_latch_stats: count waiting_requests_count, time_ms wait_time_ms, max_time_ms max_wait_time_ms "
+             "(since start-up: not the interval's)",
+    "wait": "sys.dm_os_wait_stats: count waiting_tasks_count, time_ms wait_time_ms, max_time_ms max_wait_time_ms "
+            "(since start-up: not the interval's), signal_time_ms signal_wait_time_ms",
     "spinlock": "sys.dm_os_spinlock_stats: count collisions, spins, backoffs, time_ms sleep_time",
     "xevent": "latch_acquired extended events counted by latch class: count acquires (optional)",
     "scheduler": "sys.dm_os_schedulers, one row per visible online scheduler: name scheduler_id, "
                  "count context_switches_count, time_ms total_cpu_usage_ms",
     "counter": "sys.dm_os_performance_counters, cumulative ones: name counter_name, count the increase",
-    "index": "sys.dm_db_index_operational_stats: name schema.table.index, count page_latch_wait_count, "
-             "time_ms page_latch_wait_in_ms",
+    "semaphore": "sys.dm_exec_query_resource_semaphores, summed over pools and semaphores: name forced_grant_count "
+                 "or timeout_error_count, count the increase",
+    "index": "sys.dm_db_index_operational_stats of the captured database: name schema.table.index, "
+             "count page_latch_wait_count, time_ms page_latch_wait_in_ms (every page of the index)",
+    "index_tree": "sys.dm_db_index_operational_stats: name schema.table.index, count tree_page_latch_wait_count, "
+                  "time_ms tree_page_latch_wait_in_ms (the part of the index row's waits on non-leaf pages)",
+    "index_insert": "sys.dm_db_index_operational_stats: name schema.table.index, count leaf_insert_count "
+                    "(rows inserted at the leaf level)",
+    "index_allocation": "sys.dm_db_index_operational_stats: name schema.table.index, count leaf_allocation_count "
+                        "(leaf pages allocated: page splits, new pages at the end of the index included)",
     "page": "sys.dm_os_waiting_tasks at the two reads: name db_id:file_id:page_id, count the tasks seen waiting "
             "on that page's latch (a sample, not a difference)",
 }
@@ -58,11 +68,23 @@ SETTINGS: dict[str, str] = {
     "request_dop": "the largest degree of parallelism (dop) of the user requests seen at the two reads",
     "max_server_memory_mb": "max server memory (MB)",
     "version": "@@VERSION's first line (text)",
+    "database": "the database whose indexes and Transactions/sec the capture read (text)",
+    "database_id": "that database's id (DB_ID(): 1 master, 2 tempdb, 3 model, 4 msdb, 5 and up user databases)",
+    "sql_memory_model": "sys.dm_os_sys_info sql_memory_model_desc (text): CONVENTIONAL, LOCK_PAGES or LARGE_PAGES",
 }
-TEXT_SETTINGS = ("version",)
+TEXT_SETTINGS = ("version", "database", "sql_memory_model")
+MAX_DATABASE_ID = 32_767  # DB_ID() is a smallint
+# The database ids of the system databases (DB_ID() on any instance).
+SYSTEM_DATABASES = {1: "master", 2: "tempdb", 3: "model", 4: "msdb"}
+TEMPDB_ID = 2
 BATCHES = "Batch Requests/sec"
 TRANSACTIONS = "Transactions/sec"
 VERSION_KB = "Version Generation rate (KB/s)"
+# SQLServer:Columnstore counters (Microsoft Learn, "SQL Server, Columnstore object"): running totals since start-up.
+ROWGROUPS_COMPRESSED = "Total Rowgroups Compressed"
+DELTA_ROWGROUPS_CREATED = "Delta Rowgroups Created"
+FORCED_GRANTS = "forced_grant_count"    # semaphore rows (sys.dm_exec_query_resource_semaphores)
+GRANT_TIMEOUTS = "timeout_error_count"
 LATCH_SPINS = "LATCH_SPIN_STATS"
 
 # Caps on a file: a capture of a large server has some thousands of rows (waits, latches, spinlocks, schedulers,
@@ -348,6 +370,13 @@ def _check_consistent(where: str, frame: pd.DataFrame, interval_s: float) -> Non
         raise InconsistentSnapshot(f"{where}: scheduler {row['name']} has time_ms={row['time_ms']:g} of CPU in an "
                                    f"interval of {interval_s * 1000.0:g} ms; one scheduler cannot use more CPU than "
                                    "the interval had (is interval_s the time between the two reads?)")
+    index = frame[frame["source"] == "index"].set_index("name")["count"]
+    tree = frame[frame["source"] == "index_tree"].set_index("name")["count"]
+    above = [name for name in tree.index.intersection(index.index) if tree[name] > index[name]]
+    if above:
+        name = above[0]
+        raise InconsistentSnapshot(f"{where}: index_tree {name} has count={tree[name]:g} waits but index {name} only "
+                                   f"{index[name]:g}; tree_page_latch_wait_count is part of page_latch_wait_count")
     acquires = frame[frame["source"] == "xevent"].set_index("name")["count"]
     latches = frame[frame["source"] == "latch"].set_index("name")["count"]
     both = latches.index.intersection(acquires.index)
@@ -398,4 +427,6 @@ def setting_range(name: str) -> tuple[int, int]:
     sees more), and max server memory up to SQL Server's own bound, which is also its default."""
     if name == "max_server_memory_mb":
         return 0, MAX_SERVER_MEMORY_MB
+    if name == "database_id":
+        return 0, MAX_DATABASE_ID
     return 0, {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, "request_dop": MAX_DOP, "sessions": MAX_SESSIONS}[name]

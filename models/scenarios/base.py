@@ -46,8 +46,10 @@ class Capture:
 
     ``session_param`` is the parameter that sets how many user sessions a
     capture counts (None: an open stream of requests, or ``sessions``
-    computes it); ``rows`` gives the performance-counter and index rows a run
-    moves, as a server would count them.
+    computes it); ``rows`` gives the performance-counter, index and semaphore
+    rows a run moves, as a server would count them, and ``setting`` rows
+    (name, value) for the settings the scenario states itself (its version,
+    its memory model).
     """
 
     session_param: str | None

@@ -43,9 +43,9 @@ import pandas as pd
 from models.engine import state
 from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
 from models.fitting import evidence
-from models.fitting.snapshot import Snapshot
+from models.fitting.snapshot import ROWGROUPS_COMPRESSED, Snapshot
 from models.params import Param, ParameterError, scheduling_params
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
+from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.scenarios.cci_insert import ROWGROUP_ROWS
 from models.workload import Workload
 
@@ -168,6 +168,12 @@ def estimate(snap: Snapshot) -> evidence.Point:
                        sessions, snap.interval_s, snap.get("wait", "MEMORY_ALLOCATION_EXT", "max_time_ms"))
     response = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / calls
     service, think = evidence.repairman_service(sessions, sessions / visits_per_s * 1e6, response)
+    if not service > 0 or not think > 0:
+        raise evidence.FitError(f"{sessions} sessions at {visits_per_s:,.0f} MEMORY_ALLOCATION_EXT waits/s of "
+                                f"{response:,.1f} us each leave {think:,.1f} us of compression between calls and "
+                                f"{service:,.1f} us of serialised work per call: a model of sessions that compress "
+                                "between OS calls needs both above 0, so the waits are not this model's (the sessions "
+                                "setting, or other work's waits, are in the counts)")
     how = (f"{sessions} sessions make {visits_per_s:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
            f"gives {service:,.1f} us of serialised work per call")
     fitted = {"page_us_no_lpim": (service / defaults["pages_per_call"], "us",
@@ -184,14 +190,64 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                 "it cannot show (Obbish's 1.33 us is used)", "a capture with lock pages in memory on"),
                "pages_per_call": ("pages freed per OS call", "an ETW trace of FreePage calls (Obbish's method)"),
                "os_calls_per_rowgroup": ("calls per rowgroup", "the rowgroups compressed in the interval")}
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    caveats = evidence.instance_caveats(snap)
+    compressed = snap.get("counter", ROWGROUPS_COMPRESSED)
+    if compressed > 0:
+        caveats.append(f"the capture counts {compressed:,.0f} rowgroups compressed (SQLServer:Columnstore) for "
+                       f"{calls:,.0f} MEMORY_ALLOCATION_EXT waits, {calls / compressed:,.0f} per rowgroup if every "
+                       f"wait was a compression's OS call; the fit keeps the calibrated "
+                       f"{defaults['os_calls_per_rowgroup']} (rowgroups that span the capture's ends blur the count)")
+    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats)
+
+
+# The least mean MEMORY_ALLOCATION_EXT wait that can be the model's OS call: a tenth of the calibrated call
+# (208.5 pages at 5.16 us, about 1.1 ms, from Obbish's traces).  Microsoft documents the wait as any allocation
+# from SQL Server's memory pool or the OS, and wait filters list it as benign: microsecond waits are those.
+MIN_CALL_US = 0.1 * math.prod(p.default for p in PARAMS if p.name in ("pages_per_call", "page_us_no_lpim"))
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
-    """MEMORY_ALLOCATION_EXT on top: sessions wait on preemptive memory calls to the OS."""
-    if clue.top_wait == "MEMORY_ALLOCATION_EXT":
-        return ["sessions wait on preemptive memory calls to the OS: the decommit model (lock pages in memory off)"]
-    return None
+    """MEMORY_ALLOCATION_EXT on top, with columnstore work, calls long enough to be the OS path, and no locked pages.
+
+    MEMORY_ALLOCATION_EXT alone is no trigger: it counts every allocation
+    from SQL Server's memory pool or the OS (Microsoft Learn,
+    sys.dm_os_wait_stats).  The decommit model needs columnstore compression
+    in the capture (its rowgroup counters or COLUMNSTORE waits), a wait per
+    call of at least MIN_CALL_US, and a memory model without locked pages;
+    anything else refuses as not a latch problem.
+    """
+    if clue.top_wait != "MEMORY_ALLOCATION_EXT":
+        return None
+    snap = clue.snap
+    count = snap.get("wait", "MEMORY_ALLOCATION_EXT")
+    per_wait_us = snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0 / count if count else 0.0
+    columnstore = evidence.columnstore_evidence(snap)
+    model = str(snap.setting("sql_memory_model") or "")
+    why = []
+    if not columnstore:
+        why.append("the capture shows no columnstore work (no SQLServer:Columnstore rowgroup counter moved and no "
+                   "COLUMNSTORE wait)")
+    if per_wait_us < MIN_CALL_US:
+        why.append(f"a wait lasts {per_wait_us:,.1f} us on average, under the {MIN_CALL_US:,.0f} us a call that "
+                   "gives compression memory back to the OS takes (a tenth of Obbish's)")
+    if model.upper() in ("LOCK_PAGES", "LARGE_PAGES"):
+        why.append(f"the memory model is {model}: with locked pages the OS path is kernel CPU, not this wait")
+    if why:
+        raise evidence.Refusal(["MEMORY_ALLOCATION_EXT counts every allocation from SQL Server's memory pool or the "
+                                "OS, and wait filters list it as benign, so it is no trigger by itself"] + why,
+                               name=evidence.NOT_A_LATCH)
+    return [f"{', '.join(columnstore)}; waits of {per_wait_us:,.0f} us each"
+            + (f", memory model {model}" if model else ", memory model not in the capture")
+            + ": sessions compressing columnstore rowgroups wait on preemptive memory calls to the OS, the decommit "
+            "model (lock pages in memory off)"]
+
+
+def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """The rowgroups the sessions finished (SQLServer:Columnstore) and the memory model lpim makes."""
+    done = math.floor(result.extra.get("os_calls", 0) / values["os_calls_per_rowgroup"])
+    return [{"source": "counter", "name": ROWGROUPS_COMPRESSED, "count": float(done)},
+            {"source": "setting", "name": "sql_memory_model",
+             "value": "LOCK_PAGES" if values["lpim"] == "on" else "CONVENTIONAL"}]
 
 
 def rows_per_s(result: Any) -> float:
@@ -214,8 +270,9 @@ SCENARIO = Scenario(
     name="cci-decommit", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="rows", per_s=rows_per_s),
     reported_waits=("MEMORY_ALLOCATION_EXT",),
-    capture=Capture(session_param="sessions", rows=no_rows),
-    diagnosis=DiagnosisRule(label="MEMORY_ALLOCATION_EXT", looks_like="preemptive memory calls to the OS", rank=5,
+    capture=Capture(session_param="sessions", rows=capture_rows),
+    diagnosis=DiagnosisRule(label="MEMORY_ALLOCATION_EXT", looks_like="MEMORY_ALLOCATION_EXT calls of a millisecond "
+                            "or so, with columnstore rowgroups compressed", rank=5,
                             claims=claims),
     estimate=estimate, size_run=size_run, size_params=("rowgroups",),
     changes=(Change(name="lock-pages", what="lock pages in memory", value="", sets=lambda fitted, given: {"lpim": "on"}),),

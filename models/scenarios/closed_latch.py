@@ -83,7 +83,8 @@ def estimate(snap: Snapshot) -> evidence.Point:
                "think_dist": ("the think time's spread", "per-acquire timestamps (a trace)")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(workers, schedulers))
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    return evidence.Point(fitted, settings, assumed, visits_per_s,
+                          caveats=evidence.instance_caveats(snap))
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:

@@ -389,41 +389,95 @@ def estimate(snap: Snapshot) -> evidence.Point:
                 "key": ("identity", "waits on one index's last page: an ascending key")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=_caveats(snap, calls))
 
 
-HOT_SHARE = 0.5  # one index must hold at least this share of the page latch waits to be a hot page
+OTHER_WORK = 1.5  # more batch requests than this many per transaction: the instance ran other work too
+
+
+def _caveats(snap: Snapshot, calls: float) -> list[str]:
+    """What the estimate assumes of the capture: the instance's CPU and sessions are this workload's, a row a call."""
+    said = evidence.instance_caveats(snap)
+    batches, transactions = snap.get("counter", BATCHES), snap.get("counter", TRANSACTIONS)
+    if transactions > 0 and batches > OTHER_WORK * transactions:
+        said.append(f"the instance ran {batches:,.0f} batch requests for {transactions:,.0f} transactions of the "
+                    "captured database: other work ran beside the inserts, so the CPU per row charged to them is an "
+                    "upper bound")
+    inserted = snap.table("index_insert")["count"].fillna(0).sum()
+    if inserted > 0:
+        said.append(f"the index rows count {inserted:,.0f} leaf inserts (leaf_insert_count) for {calls:,.0f} "
+                    f"transactions, {inserted / calls:,.2f} rows per transaction; the fit still assumes one row a call")
+    else:
+        said.append("the capture has no leaf_insert_count (index_insert rows), so the rows per call are not known "
+                    "and one is assumed")
+    return said
+
+
+HOT_SHARE = 0.5  # one index must hold at least this share of the instance's page latch waits to be a hot page
+
+
+# What to do when the capture's index rows cannot hold the waits.
+CAPTURE_ADVICE = ("run the capture script in the user database whose inserts wait (sqlcmd -d DATABASE, or set "
+                  "@database in the script): its index rows then say which index the waits are on")
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
-    """PAGELATCH on top: the hot page when the waits are writers' and sit on one index (and one page, if sampled).
+    """PAGELATCH on top: the hot page when one index of the captured user database holds the instance's waits.
 
-    PAGELATCH_UP on top is allocation-page contention (tempdb's PFS, GAM and
-    SGAM pages), and waits spread over many indexes are not one hot page:
-    neither is a model of this book, so the rule refuses them.
+    The index rows (sys.dm_db_index_operational_stats) are the captured
+    database's, the wait statistics the whole instance's: the hot index must
+    hold at least HOT_SHARE of the instance's page latch waits, the sampled
+    waiters must be on the captured database's pages, and the waits must be
+    writers' (EX above SH).  Tempdb and allocation pages were named before
+    this rule (:func:`models.fitting.evidence.page_latch_elsewhere`); a
+    capture whose index rows are empty or a system database's refuses,
+    naming the database context.
     """
     if clue.family != "PAGELATCH":
         return None
+    if clue.top_wait != "PAGELATCH_EX" and clue.top_wait != "PAGELATCH_SH":
+        raise evidence.Refusal([f"{clue.top_wait} on top, on pages that are not allocation pages: the hot page's "
+                                "inserts wait in EX (and their walks in SH), so no model here covers it"])
     snap = clue.snap
-    if clue.top_wait == "PAGELATCH_UP":
-        raise evidence.Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM), typically "
-                                "tempdb's: no model here covers it"])
-    found = []
+    db_id, where = evidence.database_context(snap)
+    system = evidence.system_database(snap)
+    waits = snap.table("wait")
+    instance = float(waits[waits["name"].str.fullmatch(r"PAGELATCH_(KP|SH|UP|EX|DT)")]["count"].fillna(0).sum())
     index = snap.table("index")
-    if len(index) and index["count"].sum() > 0:
-        hot = index.sort_values("count", ascending=False).iloc[0]
-        hot_share = hot["count"] / index["count"].sum()
-        where = (f"{hot['name']} holds {hot_share:.0%} of the page latch waits of {len(index)} "
-                 f"index{'es' if len(index) > 1 else ''}")
-        if hot_share < HOT_SHARE:
-            raise evidence.Refusal(found + [where + f": under {HOT_SHARE:.0%}, so the waits are spread, not one hot "
-                                            "page, which no model here covers"])
-        found.append(where + ": one hot index")
-    pages = snap.table("page")
-    if len(pages) and pages["count"].sum() > 0:
-        page = pages.sort_values("count", ascending=False).iloc[0]
-        found.append(f"page {page['name']} had {page['count'] / pages['count'].sum():.0%} of the page latch "
-                     f"waiters seen at the two reads")
+    index = index[index["count"].fillna(0) > 0]
+    if system is not None:
+        raise evidence.Refusal([f"the capture was taken in {system}, a system database: its index rows (here "
+                                f"{len(index)}) are not the user tables' whose inserts wait, so the waits cannot be "
+                                "placed on an index", CAPTURE_ADVICE], name=evidence.WRONG_DATABASE)
+    if index.empty:
+        raise evidence.Refusal([f"no index of {where} has page latch waits in the capture, so the instance's "
+                                f"{instance:,.0f} page latch waits cannot be placed on an index (a capture from "
+                                "another database, or one without the index rows)", CAPTURE_ADVICE],
+                               name=evidence.WRONG_DATABASE)
+    found = []
+    pages = evidence.waited_pages(snap)
+    if pages:
+        top = pages[0]
+        if db_id is not None and top.database_id != db_id:
+            raise evidence.Refusal([f"the page latch waiters seen at the two reads were mostly on page "
+                                    f"{top.database_id}:{top.file_id}:{top.page_id}, in database {top.database_id}, "
+                                    f"not in {where} whose index rows the capture holds", CAPTURE_ADVICE],
+                                   name=evidence.WRONG_DATABASE)
+        found.append(f"page {top.database_id}:{top.file_id}:{top.page_id} had "
+                     f"{top.waiters / sum(p.waiters for p in pages):.0%} of the page latch waiters seen at the two reads")
+    hot = index.sort_values("count", ascending=False).iloc[0]
+    share = hot["count"] / instance if instance > 0 else math.inf
+    held = (f"{hot['name']} holds {min(share, 1.0):.0%} of the instance's page latch waits ({hot['count']:,.0f} of "
+            f"{instance:,.0f} in sys.dm_os_wait_stats)")
+    if share < HOT_SHARE:
+        raise evidence.Refusal(found + [held + f": under {HOT_SHARE:.0%}, so most waits are elsewhere (other "
+                                        "databases, tempdb, or spread over indexes), not one hot page of this "
+                                        "database, which no model here covers"])
+    found.insert(0, held + ": one hot index")
+    if snap.has("index_tree", hot["name"]):
+        tree = snap.get("index_tree", hot["name"])
+        found.append(f"{tree / hot['count']:.0%} of its waits were on non-leaf pages (tree_page_latch_wait_count): "
+                     "the rest on leaf pages")
     ex, sh = snap.get("wait", "PAGELATCH_EX"), snap.get("wait", "PAGELATCH_SH")
     if ex <= sh:
         raise evidence.Refusal(found + [f"PAGELATCH_SH waits ({sh:,.0f}) are as many as PAGELATCH_EX ({ex:,.0f}): "
@@ -433,13 +487,17 @@ def claims(clue: evidence.Clue) -> list[str] | None:
 
 
 def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
-    """An insert call is a batch and a transaction; every page latch wait is on the one clustered index."""
+    """An insert call is a batch and a transaction; every page latch wait, row and leaf page is the one index's."""
     calls = float(result.extra.get("units", 0)) / values["batch_rows"]
     waits = result.wait_stats[result.wait_stats["wait_type"].str.startswith("PAGELATCH_")]
+    name = "dbo.orders.PK_orders"
+    allocated = float(result.extra.get("mid_splits", 0) + result.extra.get("end_splits", 0))
     return [{"source": "counter", "name": BATCHES, "count": calls},
             {"source": "counter", "name": TRANSACTIONS, "count": calls},
-            {"source": "index", "name": "dbo.orders.PK_orders", "count": waits["waiting_tasks_count"].sum(),
-             "time_ms": waits["wait_time_ms"].sum()}]
+            {"source": "index", "name": name, "count": waits["waiting_tasks_count"].sum(),
+             "time_ms": waits["wait_time_ms"].sum()},
+            {"source": "index_insert", "name": name, "count": float(result.extra.get("units", 0))},
+            {"source": "index_allocation", "name": name, "count": allocated}]
 
 
 def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
@@ -470,6 +528,7 @@ SCENARIO = Scenario(
     throughput=Throughput(counts="rows"),
     reported_waits=("PAGELATCH", "BTREE_INSERT_FLOW_CONTROL"),  # flow control moves waiting to its own wait type
     capture=Capture(session_param="sessions", rows=capture_rows),
-    diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX on one index", rank=2, claims=claims),
+    diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX, half of the instance's on one index of the "
+                            "captured user database", rank=2, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
 )

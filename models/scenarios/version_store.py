@@ -247,7 +247,8 @@ def estimate(snap: Snapshot) -> evidence.Point:
     if "row_bytes" not in assumed:
         settings["row_bytes"] = (row_bytes, bytes_how)
     assumed["new_page_us"] = ("the extra hold of a new page is part of the mean hold", "a latch hold-time trace")
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    return evidence.Point(fitted, settings, assumed, visits_per_s,
+                          caveats=evidence.instance_caveats(snap))
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:

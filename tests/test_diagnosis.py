@@ -1,0 +1,264 @@
+"""A diagnosis that refuses to guess (issue 32): each misroute the issue found, as a capture that once took it.
+
+Every capture here is written by hand the way the capture script prints one,
+with the counts a server in that state would give; each test fails on the
+rules before issue 32 (which fitted a model to every one of them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from models.fitting import evidence
+from models.fitting import fit as fitting
+from models.fitting.capture import from_model
+from models.fitting.snapshot import parse
+from models.scenarios import cci_insert
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "source,name,count,time_ms,max_time_ms,signal_time_ms,spins,backoffs,value"
+SQL_2019 = "Microsoft SQL Server 2019 (RTM-CU14) (KB5007182) - 15.0.4188.2 (X64)"
+
+
+def capture(settings: dict[str, object], rows: list[str]) -> str:
+    """A snapshot's text: the header, the settings (interval_s first), then the rows as the script prints them."""
+    lines = [HEADER] + [f"setting,{name},,,,,,,{value}" for name, value in settings.items()]
+    return "\n".join(lines + rows) + "\n"
+
+
+# Page latch waits on a busy server: 10,000 waits/s on the instance, 2 s of waiting per second.
+PAGE_LATCH_WAITS = [
+    "wait,PAGELATCH_EX,600000,120000,90,3000,,,",
+    "wait,PAGELATCH_SH,20000,2000,40,100,,,",
+    "latch,BUFFER,620000,122000,90,,,,",
+    "counter,Batch Requests/sec,300000,,,,,,",
+    "counter,Transactions/sec,300000,,,,,,",
+]
+
+
+def tempdb_metadata(database: dict[str, object]) -> str:
+    """Waiters on 2:1:118 (a tempdb system-table page), and one user index with a few waits of its own."""
+    return capture({"interval_s": 60, "schedulers": 8, "sessions": 50, **database},
+                   PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,900,150,,,,,",
+                                       "page,2:1:118,40,,,,,,", "page,5:1:2000,1,,,,,,"])
+
+
+def master_capture(database: dict[str, object]) -> str:
+    """The same server's page latch waits read from master: no index rows, no page rows."""
+    return capture({"interval_s": 60, "schedulers": 8, "sessions": 50, **database}, PAGE_LATCH_WAITS)
+
+
+def quiet_server(extra: dict[str, object] | None = None) -> str:
+    """A quiet server whose top wait is MEMORY_ALLOCATION_EXT at 6 us a wait (500,000 waits, 3 s, in 60 s)."""
+    return capture({"interval_s": 60, "schedulers": 4, "sessions": 10, **(extra or {})},
+                   ["wait,MEMORY_ALLOCATION_EXT,500000,3000,2,0,,,", "wait,WRITELOG,900,400,5,10,,,",
+                    "scheduler,0,4000,1000,,,,,", "scheduler,1,4000,900,,,,,", "scheduler,2,4000,800,,,,,",
+                    "scheduler,3,4000,700,,,,,"])
+
+
+def grant_queue(version: str, rows: list[str] = ()) -> str:
+    """Three of five queries waited 25 s for a memory grant on an 8-scheduler server."""
+    return capture({"interval_s": 120, "schedulers": 8, "maxdop": 2, "sessions": 5, "max_server_memory_mb": 8000,
+                    "version": version},
+                   ["wait,RESOURCE_SEMAPHORE,3,75000,25000,0,,,", "wait,CXCONSUMER,5,90000,40000,0,,,",
+                    "scheduler,0,100,50000,,,,,", "scheduler,1,100,50000,,,,,", *rows])
+
+
+# ----------------------------------------------------------------------------- the four misroutes
+
+
+def test_tempdb_metadata_waits_with_one_user_index_are_named_not_fitted_as_a_hot_page():
+    for database in ({}, {"database": "shop", "database_id": 5}):  # a capture with and without its context
+        d = fitting.diagnose(parse(tempdb_metadata(database)))
+        assert d.scenario is None and d.name == evidence.TEMPDB_METADATA, d
+        assert any("2:1:118" in line for line in d.evidence)
+        assert any("memory-optimized tempdb metadata" in line for line in d.evidence)
+
+
+def test_a_capture_from_master_refuses_naming_the_database_context():
+    d = fitting.diagnose(parse(master_capture({"database": "master", "database_id": 1})))
+    assert d.scenario is None and d.name == evidence.WRONG_DATABASE, d
+    assert any("master, a system database" in line for line in d.evidence)
+    assert any("sqlcmd -d" in line for line in d.evidence)
+    d = fitting.diagnose(parse(master_capture({})))  # an old capture, which does not say where it was taken
+    assert d.scenario is None and d.name == evidence.WRONG_DATABASE
+    assert any("no index of the captured database" in line for line in d.evidence)
+
+
+def test_a_quiet_server_waiting_6_us_on_memory_allocation_ext_is_not_the_decommit_model():
+    f = fitting.fit(parse(quiet_server()))
+    assert f.scenario is None and f.diagnosis.name == fitting.NOT_A_LATCH, f.diagnosis
+    text = " ".join(f.diagnosis.evidence)
+    assert "no columnstore work" in text and "6.0 us on average" in text
+    # With columnstore work but locked pages, MEMORY_ALLOCATION_EXT is still not the no-LPIM OS path.
+    locked = quiet_server({"sql_memory_model": "LOCK_PAGES"}).replace(
+        "wait,WRITELOG", "counter,Total Rowgroups Compressed,40,,,,,,\nwait,WRITELOG")
+    assert fitting.diagnose(parse(locked)).scenario is None
+
+
+def test_a_bias_correction_that_takes_a_value_below_the_model_range_refuses():
+    """Asked for by name, the decommit fit of the quiet server once gave 0 ms of CPU per rowgroup, CLIPPED."""
+    with pytest.raises(fitting.FitError, match="cpu_per_rowgroup_ms: the relation gives .* bias correction takes it "
+                                               "below 0 ms"):
+        fitting.fit(parse(quiet_server()), scenario="cci-decommit")
+
+
+def test_a_grant_queue_on_2019_without_columnstore_work_is_not_the_2017_insert_model():
+    f = fitting.fit(parse(grant_queue(SQL_2019)))
+    assert f.scenario is None and f.diagnosis.name == evidence.GRANT_QUEUE, f.diagnosis
+    assert any("sys.dm_exec_query_memory_grants" in line for line in f.diagnosis.evidence)
+
+
+# ----------------------------------------------------------------------------- what is still fitted, and how
+
+
+def test_a_grant_queue_with_columnstore_work_on_2019_fits_but_leaves_the_time_out_behaviour_undetermined():
+    f = fitting.fit(parse(grant_queue(SQL_2019, ["counter,Total Rowgroups Compressed,12,,,,,,",
+                                                 "semaphore,forced_grant_count,3,,,,,,"])))
+    assert f.scenario == "cci-insert"
+    assert f.params["behaviour"].basis == "assumed"
+    why = next(u["why"] for u in f.undetermined if u["param"] == "behaviour")
+    assert "SQL Server 2019" in why and "not known" in why
+    assert any("3 forced_grant_count" in line for line in f.diagnosis.evidence)
+
+
+@pytest.mark.parametrize("version, behaviour", [
+    ("Microsoft SQL Server 2017 (RTM) - 14.0.1000.169 (X64)", "rtm"),
+    ("Microsoft SQL Server 2017 (RTM-CU13) (KB4466404) - 14.0.3048.4 (X64)", "rtm"),
+    ("Microsoft SQL Server 2017 (RTM-CU14) - 14.0.3076.1 (X64)", "cu14"),
+    ("Microsoft SQL Server 2017 (RTM-CU31) (KB5016884) - 14.0.3456.2 (X64)", "cu14"),
+    ("Microsoft SQL Server 2016 (SP2-CU17) (KB5001092) - 13.0.5888.11 (X64)", None),
+    (SQL_2019, None),
+    ("Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4115.5 (X64)", None),
+    ("Microsoft SQL Server 2014 (SP3) (KB4022619) - 12.0.6024.0 (X64)", None),
+    ("", None),
+])
+def test_the_time_out_behaviour_is_read_only_where_the_sources_say_it(version, behaviour):
+    found, how = cci_insert.version_behaviour(version)
+    assert found == behaviour
+    if behaviour is None:
+        assert "not known" in how
+
+
+@pytest.mark.parametrize("text, year, level, cu, build", [
+    ("Microsoft SQL Server 2016 (RTM) - 13.0.1601.5 (X64)", 2016, "RTM", None, "13.0.1601.5"),
+    ("Microsoft SQL Server 2016 (SP3-CU1) (KB5003279) - 13.0.6300.2 (X64)", 2016, "SP3", 1, "13.0.6300.2"),
+    ("Microsoft SQL Server 2017 (RTM-CU14) - 14.0.3076.1 (X64)", 2017, "RTM", 14, "14.0.3076.1"),
+    (SQL_2019, 2019, "RTM", 14, "15.0.4188.2"),
+    ("Microsoft SQL Server 2022 (RTM-GDR) (KB5021522) - 16.0.1050.5 (X64)", 2022, "RTM", None, "16.0.1050.5"),
+    ("Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4115.5 (X64)", 2022, "RTM", 12, "16.0.4115.5"),
+])
+def test_versions_2016_to_2022_are_parsed(text, year, level, cu, build):
+    v = evidence.sql_version(text)
+    assert (v.year, v.level, v.cu, v.build) == (year, level, cu, build)
+
+
+@pytest.mark.parametrize("text", ["Microsoft SQL Server 2014 (SP3) - 12.0.6024.0 (X64)",
+                                  "Microsoft SQL Server 2019 (RTM) - 16.0.1000.6 (X64)",  # year and build disagree
+                                  "latch-models last-page-insert seed 1", "", None])
+def test_an_unknown_version_is_said_to_be_unknown(text):
+    assert evidence.sql_version(text) is None
+
+
+@pytest.mark.parametrize("page, kind", [(1, "PFS"), (2, "GAM"), (3, "SGAM"), (8_088, "PFS"), (16_176, "PFS"),
+                                        (511_232, "GAM"), (511_233, "SGAM"), (118, None), (4, None), (9, None)])
+def test_allocation_pages_repeat_at_their_intervals(page, kind):
+    assert evidence.allocation_page(page) == kind
+
+
+@pytest.mark.parametrize("pages, name", [
+    (["page,2:1:1,30,,,,,,", "page,2:3:1,20,,,,,,"], evidence.TEMPDB_ALLOCATION),
+    (["page,2:4:511233,30,,,,,,"], evidence.TEMPDB_ALLOCATION),
+    (["page,5:1:8088,30,,,,,,", "page,5:1:4000,2,,,,,,"], evidence.ALLOCATION_PAGES),
+])
+def test_allocation_contention_is_named(pages, name):
+    snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
+                         PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,", *pages]))
+    d = fitting.diagnose(snap)
+    assert d.scenario is None and d.name == name
+
+
+def test_page_latch_up_on_top_without_page_rows_is_allocation_contention():
+    rows = ["wait,PAGELATCH_UP,600000,120000,90,3000,,,", "wait,PAGELATCH_EX,1000,100,9,1,,,"]
+    d = fitting.diagnose(parse(capture({"interval_s": 60, "schedulers": 8}, rows)))
+    assert d.scenario is None and d.name == evidence.TEMPDB_ALLOCATION
+
+
+def test_an_index_with_few_of_the_instance_waits_is_no_hot_page():
+    """The share is the instance's page latch waits, not the captured database's indexes' (100% of 900 here)."""
+    snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
+                         PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,900,150,,,,,"]))
+    d = fitting.diagnose(snap)
+    assert d.scenario is None
+    assert any("0% of the instance's page latch waits" in line for line in d.evidence)
+
+
+def test_waiters_on_another_databases_pages_refuse():
+    snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
+                         PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,",
+                                             "page,7:1:4242,30,,,,,,"]))
+    d = fitting.diagnose(snap)
+    assert d.scenario is None and d.name == evidence.WRONG_DATABASE
+    assert any("database 7" in line for line in d.evidence)
+
+
+def test_the_model_capture_holds_the_new_counters_and_states_what_it_charges_to_the_workload():
+    snap = from_model("last-page-insert", {}, start_s=0.1, interval_s=0.6)
+    assert snap.setting("database_id") == 5 and snap.has("index_insert") and snap.has("index_allocation")
+    assert parse(snap.to_csv()).to_csv() == snap.to_csv()  # the new rows and settings round-trip
+    f = fitting.fit(snap, replicates=2)
+    assert f.scenario == "last-page-insert"
+    assert any(line.startswith("ASSUMED: the schedulers' CPU") for line in f.evidence)
+    assert any("leaf inserts (leaf_insert_count)" in line for line in f.to_dict()["evidence"])
+
+
+def test_the_capture_script_reads_what_the_fit_needs_and_checks_its_context():
+    sql = (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
+    for needed in ("leaf_insert_count", "leaf_allocation_count", "tree_page_latch_wait_count",
+                   "tree_page_latch_wait_in_ms", "sql_memory_model_desc", "forced_grant_count",
+                   "timeout_error_count", "sys.dm_exec_query_resource_semaphores", "Total Rowgroups Compressed",
+                   "@allow_system_database"):
+        assert needed in sql, needed
+    event = sql[sql.index("ADD EVENT sqlserver.latch_acquired"):sql.index("ADD TARGET")]
+    assert "WHERE" in event and "class" in event  # the event session is filtered by latch class
+    assert "IN (1, 2, 3, 4)" in sql.replace("N'", "'")  # master, tempdb, model and msdb are refused by default
+
+
+def test_the_new_rows_parse_and_contradictions_are_named():
+    text = capture({"interval_s": 60, "database": "shop", "database_id": 5, "sql_memory_model": "CONVENTIONAL"},
+                   ["index,dbo.t.PK,100,50,,,,,", "index_tree,dbo.t.PK,10,5,,,,,", "index_insert,dbo.t.PK,5000,,,,,,",
+                    "index_allocation,dbo.t.PK,40,,,,,,", "semaphore,forced_grant_count,2,,,,,,",
+                    "semaphore,timeout_error_count,0,,,,,,"])
+    snap = parse(text)
+    assert snap.get("index_insert", "dbo.t.PK") == 5000 and snap.get("semaphore", "forced_grant_count") == 2
+    assert snap.setting("sql_memory_model") == "CONVENTIONAL" and snap.setting("database_id") == 5
+    with pytest.raises(Exception, match="tree_page_latch_wait_count is part of page_latch_wait_count"):
+        parse(text.replace("index_tree,dbo.t.PK,10", "index_tree,dbo.t.PK,101"))
+    with pytest.raises(Exception, match="database_id"):
+        parse(text.replace("database_id,,,,,,,5", "database_id,,,,,,,40000"))
+
+
+def test_an_old_snapshot_still_parses_and_fits_its_scenario():
+    """The example without what issue 32 added (its database settings, the leaf counters) is an old capture."""
+    text = (ROOT / "book" / "data" / "example_snapshot.csv").read_text(encoding="utf-8")
+    old = "\n".join(line for line in text.splitlines()
+                    if not line.startswith(("setting,database", "index_insert", "index_allocation")))
+    assert len(old.splitlines()) == len(text.splitlines()) - 4
+    snap = parse(old)
+    assert snap.setting("database_id") is None and not snap.has("index_insert")
+    assert fitting.diagnose(snap).scenario == "last-page-insert"
+
+
+def test_other_work_on_the_instance_is_said_where_the_counters_show_it():
+    from models.scenarios import last_page_insert
+
+    rows = PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,"]
+    alone = parse(capture({"interval_s": 60, "database": "shop", "database_id": 5}, rows))
+    busy = parse(capture({"interval_s": 60, "database": "shop", "database_id": 5},
+                         [r.replace("Batch Requests/sec,300000", "Batch Requests/sec,900000") for r in rows]))
+    assert not any("other work ran" in c for c in last_page_insert._caveats(alone, 300000))
+    said = last_page_insert._caveats(busy, 300000)
+    assert any("900,000 batch requests for 300,000 transactions" in c and "upper bound" in c for c in said)
+    assert any("no leaf_insert_count" in c for c in said)  # and the rows per call it cannot know
