@@ -57,7 +57,7 @@ from models.fitting import evidence
 from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
 from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
 from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
-from models.workload import IndexSpec, LatchSpec, Workload
+from models.workload import IndexSpec, LatchSpec, Workload, simulate
 
 PAGE_ROW_BYTES = 8_096   # an 8,192-byte page less its 96-byte header
 SLOT_BYTES = 2           # each row's entry in the page's slot array
@@ -373,23 +373,62 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                "the splits' own latch holds (a trace of page splits)"),
                "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
                                 "WRITELOG's wait time per transaction")}
-    if queue >= 1.0:
+    schedulers, sched_how = evidence.schedulers(snap)
+    model = dict(defaults, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0),
+                 think_us=max(think, 0.0))
+    if work > defaults["cpu_under_us"] and queue >= 1.0:
+        cost, at_zero = queue_cost(model, visits_per_s)
         fitted["contender_cost_us"] = (
-            (work - defaults["cpu_under_us"]) / queue, "us",
-            how + f", less the row's assumed {defaults['cpu_under_us']:g} us of work, over the {queue:,.1f} workers "
-            "waiting on average")
-        assumed["cpu_under_us"] = ("the row's own work under the latch (a queue's cost and the work share the hold)",
+            cost, "us",
+            how + f"; {work - defaults['cpu_under_us']:,.1f} us more than the row's assumed "
+            f"{defaults['cpu_under_us']:g} us of work, with {queue:,.1f} workers waiting on average: the queue's cost "
+            f"per waiter at which the model itself inserts {visits_per_s:,.0f} rows/s (without it, {at_zero:,.0f})")
+        assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
                                    "a batched insert's time per row (many rows in one call)")
     else:
-        fitted["cpu_under_us"] = (work, "us", how + f", with {queue:.2f} workers waiting on average: no queue to add")
-        assumed["contender_cost_us"] = ("what a queue adds to the hold: there was no queue",
+        fitted["cpu_under_us"] = (work, "us", how + f", with {queue:.2f} workers waiting on average: no queue's cost "
+                                  "to tell from the work")
+        assumed["contender_cost_us"] = ("what a queue adds to the hold: the capture has no queue to measure it by",
                                         "a capture under heavier load")
-    schedulers, sched_how = evidence.schedulers(snap)
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
                 "key": ("identity", "waits on one index's last page: an ascending key")}
     switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
     return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=_caveats(snap, calls))
+
+
+CALIBRATION_SEED = 1         # the model runs queue_cost makes: one fixed seed, so a fit is a pure function of its input
+CALIBRATION_ROWS = 10_000    # rows each of those runs inserts
+MAX_QUEUE_COST_US = 50.0     # the highest queue cost queue_cost tries
+
+
+def model_rows_per_s(values: dict[str, Any]) -> float:
+    """Rows per second of one run of the model at ``values`` (sized to CALIBRATION_ROWS rows)."""
+    values = dict(values, **size_run(values, CALIBRATION_ROWS, 0.0))
+    final = simulate(build(values), CALIBRATION_SEED).state
+    return float(final.run_cells[state.G_UNITS]) / float(final.run_times[state.GF_END]) * 1e6
+
+
+def queue_cost(values: dict[str, Any], rows_per_s: float, steps: int = 10) -> tuple[float, float]:
+    """The queue's cost per waiter at which the model at ``values`` inserts ``rows_per_s``, and its rate without it.
+
+    The cost feeds itself (a longer hold, a longer queue), so no closed form inverts it: the model is run and
+    the cost bisected (rows/s fall as it grows).  At or under the rate without any cost, the cost is 0; past
+    what MAX_QUEUE_COST_US allows, it is that bound's double, which the fit reports as beyond the model's range.
+    """
+    at_zero = model_rows_per_s(dict(values, contender_cost_us=0.0))
+    if rows_per_s >= at_zero:
+        return 0.0, at_zero
+    if model_rows_per_s(dict(values, contender_cost_us=MAX_QUEUE_COST_US)) > rows_per_s:
+        return 2 * MAX_QUEUE_COST_US, at_zero
+    low, high = 0.0, MAX_QUEUE_COST_US
+    for _ in range(steps):
+        mid = (low + high) / 2
+        if model_rows_per_s(dict(values, contender_cost_us=mid)) > rows_per_s:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2, at_zero
 
 
 OTHER_WORK = 1.5  # more batch requests than this many per transaction: the instance ran other work too
