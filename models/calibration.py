@@ -4,9 +4,11 @@ The hand-off is what a fair latch loses between one owner's release and the
 next owner's first instruction: the waiter's wake-up plus the scheduler's
 switch to it.  SQL Server reports exactly that interval as signal wait, so
 White's fair run (NESTING_TRANSACTION_FULL, trace flag 3933 off) gives it
-directly: 2,644 ms of signal wait over 271,458 LATCH_EX waits.  Every
-scenario's default hand-off is this one; a chapter that departs from it says
-why in its text.
+directly: 2,644 ms of signal wait over 271,458 LATCH_EX waits.  It is that
+latch's hand-off on that machine.  Every scenario's default wake-up is taken
+from it, but for any other latch class it is an assumption, not a
+measurement: the hot-page and version-store chapters refit what depends on
+it over a band of wake-ups (1 to 30 us) and show the conclusions as ranges.
 """
 
 from __future__ import annotations

@@ -213,3 +213,12 @@ def test_programs_have_three_loop_slots():
     prog.loop(body, 2, slot=2)
     with pytest.raises(ValueError, match="slot=3 is not a loop slot: use 0 to 2"):
         prog.loop(body, 2, slot=3)
+
+
+def test_the_hand_off_band_bounds_the_wake_up_and_leaves_the_light_load_open():
+    """Randal's 60,000 is reached with a short wake-up and a long hold or a longer wake-up and a short hold, and
+    the loss at 4 connections differs between them; a 20 us wake-up cannot reach it at all."""
+    band = vs.handoff_band(wakeups=(0.5, 12.0, 20.0), connections=(4,), seeds=(1,)).set_index("wakeup_us")
+    assert band.loc[0.5, "fits"] and band.loc[12.0, "fits"] and not band.loc[20.0, "fits"]
+    assert band.loc[0.5, "hold_us"] > 2 * band.loc[12.0, "hold_us"]
+    assert band.loc[0.5, "loss_4_pct"] > 1.5 * band.loc[12.0, "loss_4_pct"]
