@@ -2,7 +2,7 @@
 
     python -m models list [--json]
     python -m models run SCENARIO name=value ... [--json]
-    python -m models sweep NAME [--jobs N | --dask ADDRESS]
+    python -m models sweep NAME [--jobs N | --dask ADDRESS] [--quick]
     python -m models snapshot SCENARIO name=value ... [--interval-s S] [--start-s T] [--no-xevents]
     python -m models fit SNAPSHOT.csv [--json] [--scenario NAME]
     python -m models whatif SNAPSHOT.csv [CHANGE[=VALUE]] [--json]
@@ -262,13 +262,17 @@ def fit_text(f: Any) -> str:
     if f.scenario is None:
         return "\n".join(lines) + "\n"
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
+    lines.append(f"  ({f.ranges})")
     rows = [(name, _number_text(e.estimate, e.unit),
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
     lines += _aligned(rows)
+    if f.misfit:
+        lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
+        lines += [f"  - {text}" for text in f.misfit]
     if f.undetermined:
-        lines.append("not determined by this snapshot (the scenario's value is used):")
+        lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
         lines += _aligned([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
                            for u in f.undetermined])
     return "\n".join(lines) + "\n"
@@ -364,8 +368,9 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("params", nargs="*", metavar="name=value",
                        help="a parameter of the scenario or a run option, each at most once")
     p_run.add_argument("--json", action="store_true", help="print the result as JSON instead of tables")
-    p_sweep = sub.add_parser("sweep", help="precompute a sweep into book/data/NAME.csv")
+    p_sweep = sub.add_parser("sweep", help="precompute a sweep (or a study) into book/data/NAME.csv")
     p_sweep.add_argument("name")
+    p_sweep.add_argument("--quick", action="store_true", help="a study's smaller version (a grid refuses it)")
     where = p_sweep.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=int, default=None, metavar="N",
                        help="processes on this machine (default: every core; 1: run here, one by one)")
@@ -461,7 +466,7 @@ def _command(args: argparse.Namespace) -> None:
     else:
         from models.book.sweep import write_sweep
 
-        for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
+        for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask, quick=args.quick):
             print(path)
 
 

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.calibration import CONTEXT_SWITCH_US
 from models.engine import state
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
@@ -302,7 +301,7 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Sessions inserting at the end of an ascending key: the closed repairman on the last page's EX latch.
 
     Rows per second from the transactions (one row per call assumed); a row
@@ -311,13 +310,12 @@ def estimate(snap: Snapshot) -> evidence.Point:
     latch; the CPU per row from the schedulers, less what is spent under the
     latch, is the call's CPU before it; the rest of the cycle is think time.
     """
-    defaults = SCENARIO.defaults()
-    sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
+    sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
     calls = snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)
     if not calls:
         raise evidence.FitError("the snapshot has no Transactions/sec or Batch Requests/sec counter: the fit needs the "
                        "rows inserted per second (capture the counters, as the script does by default)")
-    rows = calls * defaults["batch_rows"]
+    rows = calls * setup["batch_rows"]
     visits_per_s = rows / snap.interval_s
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
@@ -326,15 +324,15 @@ def estimate(snap: Snapshot) -> evidence.Point:
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
     hold, think_all = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
-    per_page = rows_per_page(defaults["row_bytes"])
-    under = hold - defaults["new_page_us"] / per_page
+    per_page = rows_per_page(setup["row_bytes"])
+    under = hold - setup["new_page_us"] / per_page
     cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
-    before = cpu_row - hold - defaults["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
+    before = cpu_row - hold - setup["alloc_us"] / per_page - setup["context_switch_us"] * (1 + p)
     think = sessions / visits_per_s * 1e6 - wait - cpu_row
     how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us")
-    fitted = {"cpu_under_us": (under, "us", how + f", less the new page's share ({defaults['new_page_us']:g} us per "
+    fitted = {"cpu_under_us": (under, "us", how + f", less the new page's share ({setup['new_page_us']:g} us per "
                                f"{per_page} rows)"),
               "cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
                                 "the allocation's share and the switches"),
@@ -346,7 +344,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                "row_bytes": ("the row size", "the table's average record size (sys.dm_db_index_physical_stats)"),
                "new_page_us": ("a page split's extra hold is part of the mean hold per row",
                                "the splits' own latch holds (a trace of page splits)")}
-    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
     return evidence.Point(fitted, settings, assumed, visits_per_s)
 
