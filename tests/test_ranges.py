@@ -96,6 +96,20 @@ def test_the_hot_page_range_holds_the_truth_under_its_own_setup():
         assert e.low <= known[name] <= e.high, (name, e.low, known[name], e.high)
 
 
+def test_the_command_line_fits_under_the_values_it_is_told(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "models", "fit", str(ys.EXAMPLE), "--assume", "new_page_us=17.2",
+                           "--json"], capture_output=True, text=True, check=True)
+    fitted = json.loads(done.stdout)
+    assert fitted["assumed"] == {"new_page_us": 17.2} and fitted["params"]["new_page_us"]["estimate"] == 17.2
+    assert "(17.2 us per" in fitted["params"]["cpu_under_us"]["how"]
+    bad = subprocess.run([sys.executable, "-m", "models", "whatif", str(ys.EXAMPLE), "--assume", "cpu_under_us=3"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "estimates from the snapshot" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_assume_takes_only_what_the_fit_does_not_estimate():
     snap = from_model("closed-latch", {})
     with pytest.raises(fitting.FitError, match="estimates from the snapshot"):

@@ -143,7 +143,7 @@ class Fit:
         if not self.replicates:
             return "ranges from the capture's counts (the model draws nothing at random: no replicates)"
         n = len(self.replicates)
-        widened = f" x {INFLATION:g} (the coverage study's widening)" if INFLATION != 1.0 else ""
+        widened = f", times {INFLATION:g} from the coverage study" if INFLATION != 1.0 else ""
         return (f"{self.level:.0%} ranges: the estimate -/+ {self.half_width:.3f} standard deviations (Student t "
                 f"with {n - 1} degrees of freedom{widened}) of {n} refits of the fitted model's own snapshots, "
                 f"scaled to the captured interval")
