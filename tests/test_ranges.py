@@ -274,3 +274,19 @@ def test_the_widening_needed_is_the_worst_parameters_quantile():
     # a's needs, sorted: eighteen 0s, 2, 3; their quantiles interpolate (0.9: a tenth of the way to 2), and b's are 0
     assert coverage.needed_inflation(pd.DataFrame(rows), level=0.9) == pytest.approx(0.2, rel=1e-6)
     assert coverage.needed_inflation(pd.DataFrame(rows), level=0.95) == pytest.approx(2.05, rel=1e-6)
+
+
+@pytest.mark.parametrize("scenario", ["closed-latch", "cci-decommit"])
+def test_the_stored_study_is_what_its_code_computes_now(scenario):
+    """The first two stored trips of a scenario, run again: the same ranges (else recompute the study)."""
+    from models.book.sweeps import coverage as study
+
+    base, window = study.SETUPS[scenario]
+    again, _ = coverage.study(scenario, base, window, trips=2, spread=study.SPREADS.get(scenario, study.SPREAD),
+                              true_values=study.TRUE_VALUES.get(scenario), first=study.FIRST_TRIP)
+    stored = pd.read_csv(ys.COVERAGE.with_name(study.TRIPS_FILE))
+    stored = stored[(stored["scenario"] == scenario) & (stored["trip"] < study.FIRST_TRIP + 2)]
+    assert len(stored) == len(again)
+    for column in ("true", "estimate", "low", "high"):
+        assert again[column].tolist() == pytest.approx(stored[column].tolist(), rel=1e-5), column
+    assert again["covered"].tolist() == stored["covered"].tolist()
