@@ -258,6 +258,7 @@ def test_the_stored_study_holds_the_nominal_level_within_a_few_points():
     low = stored[stored["coverage"] < fitting.LEVEL - 0.05]
     assert low.empty, low[["scenario", "parameter", "coverage"]].to_string()
     assert (stored["refused"] <= 0.05 * stored["trips"]).all()  # the misfit check seldom refuses a true model
+    assert (stored["widened"] <= 0.10 * stored["trips"]).all()  # ... or widens its ranges
 
 
 def test_the_chapter_table_reads_the_stored_study():

@@ -7,7 +7,9 @@ with a seed of its own), fits it with the scenario named and every other
 parameter assumed at its true value (the setup being fitted), and records for
 each fitted parameter whether its [low, high] holds the true value
 (:func:`round_trip`).  :func:`summary` counts them: a 95% range that holds the
-truth in far fewer than 95 of 100 trips is not a 95% range.
+truth in far fewer than 95 of 100 trips is not a 95% range.  It counts too the
+trips whose ranges the fit widened because its model missed a count
+(``widened``): on a capture of the model itself, that is a false alarm.
 
 A trip the fit refuses (a FitError) is counted apart, as refused, not as
 covered or missed: a refusal is the honest answer the fit gives when its
@@ -32,8 +34,8 @@ from models.params import ParameterError
 
 STUDY_SEED = 20_261_125  # the draws of true values: trip k uses numpy's generator seeded [STUDY_SEED, k]
 TRIP_COLUMNS = ["scenario", "trip", "seed", "parameter", "true", "estimate", "low", "high", "covered",
-                "half_width_rel", "clipped", "refused"]
-SUMMARY_COLUMNS = ["scenario", "parameter", "trips", "refused", "fitted", "covered", "coverage",
+                "half_width_rel", "clipped", "widened", "refused"]
+SUMMARY_COLUMNS = ["scenario", "parameter", "trips", "refused", "widened", "fitted", "covered", "coverage",
                    "median_half_width_rel", "level", "replicates", "seconds_per_trip"]
 
 
@@ -101,7 +103,8 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
         half = (e.high - e.low) / 2.0
         rows.append(dict(base, parameter=name, true=true, estimate=float(e.estimate), low=float(e.low),
                          high=float(e.high), covered=bool(e.low <= true <= e.high),
-                         half_width_rel=half / abs(true) if true else math.nan, clipped=e.clipped, refused=""))
+                         half_width_rel=half / abs(true) if true else math.nan, clipped=e.clipped,
+                         widened=bool(f.misfit), refused=""))
     return rows
 
 
@@ -138,10 +141,11 @@ def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
         n = int(rows["trip"].nunique())
         refused = int(rows.loc[rows["refused"].fillna("") != "", "trip"].nunique())
         fitted = rows[rows["refused"].fillna("") == ""]
+        widened = int(fitted.loc[fitted["widened"].fillna(False).astype(bool), "trip"].nunique())
         for name, group in fitted.groupby("parameter", sort=False):
             covered = int(group["covered"].astype(bool).sum())
             widths = [w for w in group["half_width_rel"] if isinstance(w, float) and math.isfinite(w)]
-            out.append({"scenario": scenario, "parameter": name, "trips": n, "refused": refused,
+            out.append({"scenario": scenario, "parameter": name, "trips": n, "refused": refused, "widened": widened,
                         "fitted": len(group), "covered": covered,
                         "coverage": round(covered / len(group), 4) if len(group) else math.nan,
                         "median_half_width_rel": round(statistics.median(widths), 6) if widths else math.nan,
