@@ -2,7 +2,7 @@
 #   make book    build the static site from clean into _build/html (offline)
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
-#   make sweep   recompute every explorer grid (replicated seeds) into book/data/ on every core
+#   make sweep   recompute every explorer grid (replicated seeds) and study (coverage) into book/data/
 #   make execute re-execute every notebook in place (the outputs nbval compares)
 #   make clean   remove build outputs (keeps .venv)
 # Works on a fresh Debian machine with Python 3.11, node/npm and network access to PyPI, npm and apt.
@@ -70,7 +70,7 @@ lab: install vendor
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root)
 
 sweep: install
-	@names="$$($(PY) -c 'from models.book.sweep import sweeps; print(" ".join(sorted(sweeps())))')"; \
+	@names="$$($(PY) -c 'from models.book.sweep import studies, sweeps; print(" ".join(sorted([*sweeps(), *studies()])))')"; \
 	if [ -z "$$names" ]; then echo "no sweeps under models/book/sweeps/"; exit 1; fi; \
 	for name in $$names; do echo "+ python -m models sweep $$name"; $(PY) -m models sweep "$$name"; done
 

@@ -2,10 +2,10 @@
 
     python -m models list [--json]
     python -m models run SCENARIO name=value ... [--json]
-    python -m models sweep NAME [--jobs N | --dask ADDRESS]
+    python -m models sweep NAME [--jobs N | --dask ADDRESS] [--quick]
     python -m models snapshot SCENARIO name=value ... [--interval-s S] [--start-s T] [--no-xevents]
-    python -m models fit SNAPSHOT.csv [--json] [--scenario NAME]
-    python -m models whatif SNAPSHOT.csv [CHANGE[=VALUE]] [--json]
+    python -m models fit SNAPSHOT.csv [--json] [--scenario NAME] [--assume name=value ...]
+    python -m models whatif SNAPSHOT.csv [CHANGE[=VALUE]] [--json] [--assume name=value ...]
 
 Each ``name=value`` of a run sets one of the scenario's parameters or one of
 the run options (:data:`RUN_OPTIONS`: models.run's bounds and records), at
@@ -263,13 +263,17 @@ def fit_text(f: Any) -> str:
         return "\n".join(lines) + "\n"
     lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
+    lines.append(f"  ({f.ranges})")
     rows = [(name, _number_text(e.estimate, e.unit),
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
     lines += _aligned(rows)
+    if f.misfit:
+        lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
+        lines += [f"  - {text}" for text in f.misfit]
     if f.undetermined:
-        lines.append("not determined by this snapshot (the scenario's value is used):")
+        lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
         lines += _aligned([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
                            for u in f.undetermined])
     return "\n".join(lines) + "\n"
@@ -292,20 +296,36 @@ def whatif_text(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fit(path: str, as_json: bool, scenario: str | None) -> None:
-    """Read a snapshot, fit it and print the report (or its JSON)."""
+def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--assume name=value`` pairs as a dict (the fit checks each value against its parameter)."""
+    if not pairs:
+        return None
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ParameterError(f"--assume {pair!r} is not name=value: write it as new_page_us=17.2")
+        if name in out:
+            raise ParameterError(f"--assume gives {name} twice: give each parameter once")
+        out[name] = value
+    return out
+
+
+def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | None = None) -> None:
+    """Read a snapshot, fit it (under the values ``assume`` gives) and print the report (or its JSON)."""
     from models.fitting import fit as fitting
     from models.fitting.snapshot import read
 
     snap = read(path)
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
-    fitted = fitting.fit(snap, scenario=scenario)
+    fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
     print(fitted.to_json() if as_json else fit_text(fitted), end="\n" if as_json else "")
 
 
-def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) -> None:
-    """Fit a snapshot and print one change's prediction, or the table of every change."""
+def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
+            assume: list[str] | None = None) -> None:
+    """Fit a snapshot (under the values ``assume`` gives) and print one change's prediction, or every change's."""
     from models.fitting import fit as fitting
     from models.fitting import whatif
     from models.fitting.snapshot import read
@@ -315,7 +335,7 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None) 
     snap = read(path)
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
-    fitted = fitting.fit(snap, scenario=scenario)
+    fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
     if fitted.scenario is None:
         raise ParameterError(f"no what-ifs: {fitted.diagnosis.name} ({fitted.diagnosis.evidence[-1]})")
     if change is not None:
@@ -365,8 +385,9 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("params", nargs="*", metavar="name=value",
                        help="a parameter of the scenario or a run option, each at most once")
     p_run.add_argument("--json", action="store_true", help="print the result as JSON instead of tables")
-    p_sweep = sub.add_parser("sweep", help="precompute a sweep into book/data/NAME.csv")
+    p_sweep = sub.add_parser("sweep", help="precompute a sweep (or a study) into book/data/NAME.csv")
     p_sweep.add_argument("name")
+    p_sweep.add_argument("--quick", action="store_true", help="a study's smaller version (a grid refuses it)")
     where = p_sweep.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=int, default=None, metavar="N",
                        help="processes on this machine (default: every core; 1: run here, one by one)")
@@ -388,6 +409,9 @@ def _parser() -> argparse.ArgumentParser:
     p_fit.add_argument("--json", action="store_true",
                        help="scenario, params (estimate, low, high) and evidence as JSON")
     p_fit.add_argument("--scenario", default=None, help="fit this scenario instead of the diagnosed one")
+    p_fit.add_argument("--assume", action="append", metavar="name=value",
+                       help="a value of a parameter the snapshot does not determine (repeatable): the fit, its "
+                            "replicates and bias correction run under it")
     p_what = sub.add_parser("whatif", help="predict what a change would buy, from a snapshot's fitted model",
                             description="Fit SNAPSHOT.csv and predict throughput and waits after CHANGE, or after "
                                         "every change when none is named.",
@@ -399,6 +423,8 @@ def _parser() -> argparse.ArgumentParser:
     p_what.add_argument("change", nargs="?", metavar="CHANGE[=VALUE]", help="one change (default: the table of all)")
     p_what.add_argument("--json", action="store_true", help="the prediction(s) as JSON")
     p_what.add_argument("--scenario", default=None, help="fit this scenario instead of the diagnosed one")
+    p_what.add_argument("--assume", action="append", metavar="name=value",
+                        help="a value of a parameter the snapshot does not determine (repeatable)")
     return parser
 
 
@@ -456,13 +482,13 @@ def _command(args: argparse.Namespace) -> None:
     elif args.command == "snapshot":
         _snapshot(args.scenario, args.params, args.interval_s, args.start_s, not args.no_xevents)
     elif args.command == "fit":
-        _fit(args.snapshot, args.json, args.scenario)
+        _fit(args.snapshot, args.json, args.scenario, args.assume)
     elif args.command == "whatif":
-        _whatif(args.snapshot, args.change, args.json, args.scenario)
+        _whatif(args.snapshot, args.change, args.json, args.scenario, args.assume)
     else:
         from models.book.sweep import write_sweep
 
-        for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask):
+        for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask, quick=args.quick):
             print(path)
 
 

@@ -91,7 +91,10 @@ def test_cci_grant_range_holds_the_effective_grant(fits):
 
 
 def test_co_tenant_is_found_and_the_hold_left_undetermined():
-    f = _fit("parallel-insert", {"maxdop": 8, "hold_us": 6.0, "busy_scheduler": 3}, {})
+    snap = from_model("parallel-insert", {"maxdop": 8, "hold_us": 6.0, "busy_scheduler": 3})
+    with pytest.raises(fitting.FitError, match=r"an assumed value is wrong \(.*hold_us"):
+        fitting.fit(snap)  # the scenario's 2 us hold is not this server's: its model misses the waits
+    f = fitting.fit(snap, assume={"hold_us": 6.0})
     assert f.params["busy_scheduler"].estimate == 3
     assert {u["param"] for u in f.undetermined} >= {"hold_us", "wakeup_us"}
 
@@ -152,7 +155,10 @@ WHATIFS = [
     ("parallel-insert", {"maxdop": 16, "hold_us": 6.0}, {}, "unfair-latch", 0.05),
     ("version-store", {}, {"start_s": 0.05, "interval_s": 0.4}, "versioning-off", 0.05),
     # The hold behind a co-tenant is assumed (the scenario's 2 us): the prediction holds when that is the truth.
-    ("parallel-insert", {"maxdop": 8, "busy_scheduler": 3}, {}, "move-co-tenant", 0.10),
+    # Read mid-run: from the start, the quantum waits behind the co-tenant make the fitted model miss the
+    # capture's latch waits by 70%, and the fit refuses it (test_ranges.py).
+    ("parallel-insert", {"maxdop": 8, "busy_scheduler": 3}, {"start_s": 0.02, "interval_s": 0.1}, "move-co-tenant",
+     0.10),
     ("last-page-insert", {}, {"start_s": 0.1, "interval_s": 0.6}, "guid-key", 0.10),
     ("last-page-insert", {}, {"start_s": 0.1, "interval_s": 0.6}, "sequential-key", 0.10),
     ("cci-insert", {}, {}, "more-memory", 0.02),

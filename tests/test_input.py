@@ -231,8 +231,8 @@ def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
     snap = from_model("closed-latch", {"workers": 4, "hold_ms": 0.3, "think_ms": 0.5, "acquires": 4_000})
     spec = models.get_scenario("closed-latch")
 
-    def too_long(s):
-        found = spec.estimate(s)
+    def too_long(s, setup):
+        found = spec.estimate(s, setup)
         found.fitted["hold_ms"] = (2500.0,) + found.fitted["hold_ms"][1:]
         return found
 

@@ -50,7 +50,7 @@ def claims(clue: evidence.Clue) -> list[str] | None:
     return None
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """The toy has no estimator of its own: it refuses, by name, rather than guess."""
     raise evidence.FitError("the toy scenario has no estimator")
 

@@ -8,6 +8,11 @@ a pure function of (point, seed), and the means are summed exactly
 (``math.fsum``) in seed order, so the stored table is the same whichever
 executor ran the runs: in this process, on a local process pool (the default)
 or on a Dask distributed cluster.
+
+A module there may define a :class:`Study` instead (``STUDY``): precomputed
+data that is not a grid of runs, such as the coverage study of the fit's
+ranges, written by its own function in one process (``--quick`` runs its
+smaller version).
 """
 
 from __future__ import annotations
@@ -341,8 +346,21 @@ def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
     return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
 
 
+@dataclass(frozen=True)
+class Study:
+    """Precomputed data that is not a grid of runs (a study of the fit, say): a name and its own writer.
+
+    ``write(out_dir, quick=..., progress=...)`` computes the study in this process and writes its tables
+    whole (temp file and rename), returning their paths; ``quick`` is a smaller version for tests.
+    """
+
+    name: str
+    write: Callable[..., list[Path]]
+    doc: str = ""
+
+
 def _modules() -> dict[str, Any]:
-    """Every module under ``models/book/sweeps`` that defines a SWEEP, by sweep name."""
+    """Every module under ``models/book/sweeps`` that defines a SWEEP or a STUDY, by its name."""
     from models.book import sweeps as package
 
     found = {}
@@ -350,12 +368,19 @@ def _modules() -> dict[str, Any]:
         module = importlib.import_module(f"models.book.sweeps.{info.name}")
         if isinstance(getattr(module, "SWEEP", None), Sweep):
             found[module.SWEEP.name] = module
+        elif isinstance(getattr(module, "STUDY", None), Study):
+            found[module.STUDY.name] = module
     return found
 
 
 def sweeps() -> dict[str, Sweep]:
     """Every sweep defined under ``models/book/sweeps``."""
-    return {name: module.SWEEP for name, module in _modules().items()}
+    return {name: module.SWEEP for name, module in _modules().items() if hasattr(module, "SWEEP")}
+
+
+def studies() -> dict[str, Study]:
+    """Every study defined under ``models/book/sweeps`` (precomputed like a sweep, but not a grid)."""
+    return {name: module.STUDY for name, module in _modules().items() if not hasattr(module, "SWEEP")}
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
@@ -365,19 +390,27 @@ def write_table(table: pd.DataFrame, path: Path) -> Path:
 
 
 def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None, dask: str | None = None,
-                progress: bool = True) -> list[Path]:
+                progress: bool = True, quick: bool = False) -> list[Path]:
     """Run the sweep called ``name``, write ``out_dir/NAME.csv`` and any extra tables its module makes.
 
     A sweep module may define ``write_extra(out_dir, run) -> list[Path]`` for
     data that is not a grid of points; ``run`` is :func:`run_all` bound to the
-    same executor.
+    same executor.  A study (:class:`Study`) runs in this process whatever
+    ``jobs`` says (it is one sequence of fits); ``quick`` asks it for its
+    smaller version, and a grid refuses it.
     """
-    modules = _modules()
-    known = {n: m.SWEEP for n, m in modules.items()}
-    if name not in known:
-        from models.params import ParameterError
+    from models.params import ParameterError
 
-        raise ParameterError(f"sweep={name!r} is unknown: use one of {', '.join(sorted(known)) or '(none)'}")
+    modules = _modules()
+    if name not in modules:
+        raise ParameterError(f"sweep={name!r} is unknown: use one of {', '.join(sorted(modules)) or '(none)'}")
+    if not hasattr(modules[name], "SWEEP"):
+        if dask is not None:
+            raise ParameterError(f"sweep={name!r} is a study, which runs in this process: drop --dask")
+        return modules[name].STUDY.write(out_dir, quick=quick, progress=progress)
+    if quick:
+        raise ParameterError(f"sweep={name!r} is a grid, which has no quick version: drop --quick")
+    known = {n: m.SWEEP for n, m in modules.items() if hasattr(m, "SWEEP")}
     paths = [write_table(run_sweep(known[name], jobs=jobs, dask=dask, progress=progress), out_dir / f"{name}.csv")]
     extra = getattr(modules[name], "write_extra", None)
     if extra is not None:

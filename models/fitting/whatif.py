@@ -4,7 +4,8 @@ Each scenario lists the changes a DBA can make to it (:class:`~models.scenarios.
 and the parameters each sets.  :func:`predict` runs the fitted model with and without the change,
 at the estimates and at every replicate's refitted parameters (see
 :mod:`models.fitting.fit`), so each predicted throughput and wait carries the spread
-that the snapshot's own uncertainty gives it.
+that the snapshot's own uncertainty gives it: the same level, t quantile
+and widening as the fit's own ranges (:attr:`models.fitting.fit.Fit.ranges`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.fitting.fit import SPREAD, TARGET_VISITS, Fit, sized
+from models.fitting.fit import TARGET_VISITS, Fit, sized, t_quantile
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
@@ -128,9 +129,10 @@ def _ranges(fit: Fit, params: list[dict[str, Any]], seconds: float) -> tuple[Ran
     est = values[0]
     if len(values) > 2:
         sd = np.std(values[1:] - est, axis=0, ddof=1) * fit.scale
+        half = fit.half_width or t_quantile(len(values) - 1, fit.level)  # the fit's own t quantile and level
     else:
-        sd = np.zeros(2)
-    return tuple(Range(float(e), float(max(e - SPREAD * s, 0.0)), float(e + SPREAD * s)) for e, s in zip(est, sd))
+        sd, half = np.zeros(2), 0.0
+    return tuple(Range(float(e), float(max(e - half * s, 0.0)), float(e + half * s)) for e, s in zip(est, sd))
 
 
 def run_seconds(fit: Fit) -> float:

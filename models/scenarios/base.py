@@ -120,7 +120,7 @@ class Scenario:
     reported_waits: tuple[str, ...] = _REQUIRED  # latch families ("LATCH", "PAGELATCH": every mode) or wait types
     capture: Capture = _REQUIRED
     diagnosis: DiagnosisRule = _REQUIRED
-    estimate: Callable[[Snapshot], Point] = _REQUIRED
+    estimate: Callable[[Snapshot, dict[str, Any]], Point] = _REQUIRED  # (capture, assumed setup) -> estimates
     size_run: Callable[[dict[str, Any], int, float], dict[str, Any]] = _REQUIRED  # (values, visits, seconds) -> sizes
     size_params: tuple[str, ...] = _REQUIRED  # the parameters that set how long a run is (a panel's progress scale)
     changes: tuple[Change, ...] = _REQUIRED

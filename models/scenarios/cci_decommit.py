@@ -153,15 +153,14 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Sessions whose compression calls the OS through one serialised path: MVA's repairman on MEMORY_ALLOCATION_EXT.
 
     Every call waits (it is preemptive), so the wait per call is the
     response (queue and service) and MVA gives the service; pages per call
     and calls per rowgroup keep the scenario's values (Obbish's traces).
     """
-    defaults = SCENARIO.defaults()
-    sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
+    sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
     calls = evidence.need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
     visits_per_s = calls / snap.interval_s
     evidence.check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,
@@ -176,11 +175,11 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                 "setting, or other work's waits, are in the counts)")
     how = (f"{sessions} sessions make {visits_per_s:,.0f} OS calls/s, each waiting {response:,.1f} us: exact MVA's repairman "
            f"gives {service:,.1f} us of serialised work per call")
-    fitted = {"page_us_no_lpim": (service / defaults["pages_per_call"], "us",
-                                  how + f", over {defaults['pages_per_call']:g} pages per call"),
-              "cpu_per_rowgroup_ms": (think * defaults["os_calls_per_rowgroup"] / 1000.0, "ms",
+    fitted = {"page_us_no_lpim": (service / setup["pages_per_call"], "us",
+                                  how + f", over {setup['pages_per_call']:g} pages per call"),
+              "cpu_per_rowgroup_ms": (think * setup["os_calls_per_rowgroup"] / 1000.0, "ms",
                                       f"the cycle per call less the wait (Little's law), {think:,.1f} us, times "
-                                      f"{defaults['os_calls_per_rowgroup']} calls per rowgroup")}
+                                      f"{setup['os_calls_per_rowgroup']} calls per rowgroup")}
     schedulers, sched_how = evidence.schedulers(snap)
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
                 "lpim": ("off", "assumed: the model's OS path is a wait (which it names MEMORY_ALLOCATION_EXT) only with "
@@ -196,7 +195,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
         caveats.append(f"the capture counts {compressed:,.0f} rowgroups compressed (SQLServer:Columnstore) for "
                        f"{calls:,.0f} MEMORY_ALLOCATION_EXT waits, {calls / compressed:,.0f} per rowgroup if every "
                        f"wait was a compression's OS call; the fit keeps the calibrated "
-                       f"{defaults['os_calls_per_rowgroup']} (rowgroups that span the capture's ends blur the count)")
+                       f"{setup['os_calls_per_rowgroup']} (rowgroups that span the capture's ends blur the count)")
     return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats)
 
 

@@ -290,7 +290,7 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Columnstore inserts queued for memory: the grant from how many queries got memory at once.
 
     The queries that did not wait fit under the semaphore's target together
@@ -299,12 +299,11 @@ def estimate(snap: Snapshot) -> evidence.Point:
     that time is the time-out.  The CPU per row is the schedulers' CPU over
     the rows the queries that ran inserted (rows per query assumed).
     """
-    defaults = SCENARIO.defaults()
-    queries, q_how = evidence.setting(snap, "sessions", defaults["queries"], "queries")
-    memory, m_how = evidence.setting(snap, "max_server_memory_mb", defaults["max_server_memory_mb"], "max server memory")
+    queries, q_how = evidence.setting(snap, "sessions", setup["queries"], "queries")
+    memory, m_how = evidence.setting(snap, "max_server_memory_mb", setup["max_server_memory_mb"], "max server memory")
     schedulers, sched_how = evidence.schedulers(snap)
     maxdop, maxdop_how = evidence.dop(snap, schedulers)
-    values = dict(defaults, max_server_memory_mb=memory, maxdop=maxdop)
+    values = dict(setup, max_server_memory_mb=memory, maxdop=maxdop)
     waited = snap.get("wait", "RESOURCE_SEMAPHORE")
     wait_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "time_ms")
     max_ms = snap.get("wait", "RESOURCE_SEMAPHORE", "max_time_ms")
@@ -335,13 +334,13 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                      "they timed out")
         bounds["grant_timeout_s"] = (max_ms / 1000.0, max_ms / 1000.0)
     ran = snap.get("wait", "CXCONSUMER") or queries
-    cpu_us = evidence.cpu_ms(snap) * 1000.0 - snap.get("wait", "SOS_SCHEDULER_YIELD") * defaults["context_switch_us"]
+    cpu_us = evidence.cpu_ms(snap) * 1000.0 - snap.get("wait", "SOS_SCHEDULER_YIELD") * setup["context_switch_us"]
     assumed = {"rows_per_query": ("rows per insert", "the rows inserted (the columnstore's row count)"),
                "start_gap_s": ("when each insert started", "the queries' start times (sys.dm_exec_requests)")}
     if cpu_us > 0:
-        fitted["compress_us_per_row"] = (cpu_us / (ran * defaults["rows_per_query"]), "us",
+        fitted["compress_us_per_row"] = (cpu_us / (ran * setup["rows_per_query"]), "us",
                                          f"{cpu_us / 1e6:,.1f} s of scheduler CPU over {ran:,.0f} queries of "
-                                         f"{defaults['rows_per_query']:,} rows")
+                                         f"{setup['rows_per_query']:,} rows")
     else:
         assumed["compress_us_per_row"] = ("the CPU per row: the capture has no scheduler CPU",
                                           "the scheduler rows (sys.dm_os_schedulers total_cpu_usage_ms)")

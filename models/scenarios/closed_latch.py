@@ -71,17 +71,17 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """A fixed set of sessions in a loop: the repairman through the arrival theorem (:func:`closed_repairman`)."""
     cls = evidence.top_class(snap)
-    workers, workers_how = evidence.setting(snap, "sessions", 8, "workers")
+    workers, workers_how = evidence.setting(snap, "sessions", setup["workers"], "workers")
     obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, workers)
     schedulers, sched_how = evidence.schedulers(snap)
     fitted = {"hold_ms": (hold / 1000.0, "ms", how), "think_ms": (think / 1000.0, "ms", how)}
     settings = {"workers": (workers, workers_how), "schedulers": (schedulers, sched_how)}
     assumed = {"hold_dist": ("the hold's spread: a snapshot gives means", "per-acquire hold times (a trace)"),
                "think_dist": ("the think time's spread", "per-acquire timestamps (a trace)")}
-    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(workers, schedulers))
     return evidence.Point(fitted, settings, assumed, visits_per_s,
                           caveats=evidence.instance_caveats(snap))

@@ -82,7 +82,7 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """An open stream: rate from the acquires, hold from the busy time the waits show (PASTA), hand-off from signals.
 
     With Poisson arrivals a request finds the latch owned with probability
@@ -113,7 +113,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                           "hand-offs")}
     assumed = {"arrivals": ("Poisson arrivals assumed: a snapshot has counts, not arrival times",
                             "arrival timestamps (an extended-events trace of batch starts)")}
-    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us)
     return evidence.Point(fitted, settings, assumed, lam)
 

@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.calibration import CONTEXT_SWITCH_US
 from models.engine import state
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
@@ -325,7 +324,7 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Sessions inserting at the end of an ascending key: the closed repairman on the last page's EX latch.
 
     Rows per second from the transactions (one row per call assumed); a row
@@ -338,13 +337,12 @@ def estimate(snap: Snapshot) -> evidence.Point:
     schedulers less the hold is the call's CPU before it; the rest of the
     cycle, less the commit's assumed flush, is think time.
     """
-    defaults = SCENARIO.defaults()
-    sessions, sess_how = evidence.setting(snap, "sessions", defaults["sessions"], "sessions")
+    sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
     calls = snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)
     if not calls:
         raise evidence.FitError("the snapshot has no Transactions/sec or Batch Requests/sec counter: the fit needs the "
                        "rows inserted per second (capture the counters, as the script does by default)")
-    rows = calls * defaults["batch_rows"]
+    rows = calls * setup["batch_rows"]
     visits_per_s = rows / snap.interval_s
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
@@ -353,16 +351,16 @@ def estimate(snap: Snapshot) -> evidence.Point:
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
     hold, think_all = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
-    per_page = rows_per_page(defaults["row_bytes"])
-    work = hold - defaults["new_page_us"] / per_page
+    per_page = rows_per_page(setup["row_bytes"])
+    work = hold - setup["new_page_us"] / per_page
     queue = wait_us / (snap.interval_s * 1e6)  # workers waiting on a page latch, on average
     cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
-    before = cpu_row - hold - defaults["alloc_us"] / per_page - CONTEXT_SWITCH_US * (1 + p)
-    think = sessions / visits_per_s * 1e6 - wait - cpu_row - defaults["log_flush_us"] / defaults["batch_rows"]
+    before = cpu_row - hold - setup["alloc_us"] / per_page - setup["context_switch_us"] * (1 + p)
+    think = sessions / visits_per_s * 1e6 - wait - cpu_row - setup["log_flush_us"] / setup["batch_rows"]
     how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us, {work:,.1f} us less the new page's share "
-           f"({defaults['new_page_us']:g} us per {per_page} rows)")
+           f"({setup['new_page_us']:g} us per {per_page} rows)")
     fitted = {"cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
                                 "the allocation's share and the switches"),
               "think_us": (think, "us", "the cycle per session less the waits, the CPU and the commit's flush "
@@ -374,14 +372,14 @@ def estimate(snap: Snapshot) -> evidence.Point:
                "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
                                 "WRITELOG's wait time per transaction")}
     schedulers, sched_how = evidence.schedulers(snap)
-    model = dict(defaults, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0),
+    model = dict(setup, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0),
                  think_us=max(think, 0.0))
-    if work > defaults["cpu_under_us"] and queue >= 1.0:
+    if work > setup["cpu_under_us"] and queue >= 1.0:
         cost, at_zero = queue_cost(model, visits_per_s)
         fitted["contender_cost_us"] = (
             cost, "us",
-            how + f"; {work - defaults['cpu_under_us']:,.1f} us more than the row's assumed "
-            f"{defaults['cpu_under_us']:g} us of work, with {queue:,.1f} workers waiting on average: the queue's cost "
+            how + f"; {work - setup['cpu_under_us']:,.1f} us more than the row's assumed "
+            f"{setup['cpu_under_us']:g} us of work, with {queue:,.1f} workers waiting on average: the queue's cost "
             f"per waiter at which the model itself inserts {visits_per_s:,.0f} rows/s (without it, {at_zero:,.0f})")
         assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
                                    "a batched insert's time per row (many rows in one call)")
@@ -392,7 +390,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
                                         "a capture under heavier load")
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
                 "key": ("identity", "waits on one index's last page: an ascending key")}
-    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
     return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=_caveats(snap, calls))
 

@@ -164,7 +164,7 @@ def _spin_fit(obs: evidence.LatchObs) -> dict[str, tuple[float, str, str]]:
                                 f"{obs.spin_rounds - obs.spins:,.0f} back-offs (one spin round each)")}
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """MAXDOP workers logging through NESTING_TRANSACTION_FULL: the closed repairman per log record.
 
     The CPU between two log records is split into rows and the record's own
@@ -189,8 +189,7 @@ def estimate(snap: Snapshot) -> evidence.Point:
         else:
             busy_how = (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits, but no scheduler switches {BUSY_SWITCHES:g} "
                         f"times as often as the median ({top['count']:,.0f} against {median:,.0f}): no co-tenant")
-    defaults = SCENARIO.defaults()
-    per_record = defaults["rows"] / log_records(defaults)
+    per_record = setup["rows"] / log_records(setup)
     obs = evidence.latch_obs(snap, cls, "LATCH")
     assumed = {"contender_cost_us": ("a cost that grows with contenders needs the throughput at two MAXDOPs",
                                      "snapshots at two or more MAXDOPs"),
@@ -206,9 +205,9 @@ def estimate(snap: Snapshot) -> evidence.Point:
         cpu = sched.set_index(sched["name"].astype(int))["time_ms"].fillna(0.0)
         workers = cpu[(cpu.index != busy) & (cpu > 0)]
         co_tenant = max(float(cpu.get(busy, 0.0)) - float(workers.median()) if len(workers) else 0.0, 0.0)
-        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (visits_per_s * snap.interval_s) - defaults["hold_us"]
+        think = (float(cpu.sum()) - co_tenant) * 1000.0 / (visits_per_s * snap.interval_s) - setup["hold_us"]
         rate_how += (f"; {float(cpu.sum()):,.0f} ms of scheduler CPU less the co-tenant's {co_tenant:,.0f} ms, "
-                     f"less the {defaults['hold_us']:g} us hold assumed")
+                     f"less the {setup['hold_us']:g} us hold assumed")
         assumed["hold_us"] = ("hand-offs to the worker that shares a scheduler with the co-tenant wait out its "
                               "quantum and swamp the hold", "a snapshot without the co-tenant")
         assumed["wakeup_us"] = evidence.SHARED_HANDOFF
@@ -217,11 +216,11 @@ def estimate(snap: Snapshot) -> evidence.Point:
         obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair)
         fitted["hold_us"] = (hold, "us", how)
         if not unfair:  # an unfair latch hands nothing off: its few waits say nothing of a hand-off
-            switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+            switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
             evidence.handoff(fitted, assumed, obs, switch_us)
-    cpu_row = (think - defaults["cpu_per_log_record_us"]) / per_record
+    cpu_row = (think - setup["cpu_per_log_record_us"]) / per_record
     fitted["cpu_per_row_us"] = (cpu_row, "us", f"the {think:,.1f} us between log records ({rate_how}, Little's "
-                                f"law) less {defaults['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
+                                f"law) less {setup['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
                                 "rows per record")
     policy, policy_how = _latch_policy(obs, cls)
     if policy == "unfair":

@@ -216,7 +216,7 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-def estimate(snap: Snapshot) -> evidence.Point:
+def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Connections appending versions at APPEND_ONLY_STORAGE_INSERT_POINT: the closed repairman per append.
 
     The version size comes from the Version Generation rate counter (KB per
@@ -224,24 +224,23 @@ def estimate(snap: Snapshot) -> evidence.Point:
     pages' share (default cost, the size's page rate) is taken away.
     """
     cls = "APPEND_ONLY_STORAGE_INSERT_POINT"
-    defaults = SCENARIO.defaults()
-    connections, conn_how = evidence.setting(snap, "sessions", defaults["connections"], "connections")
+    connections, conn_how = evidence.setting(snap, "sessions", setup["connections"], "connections")
     updates = snap.get("counter", TRANSACTIONS)
     assumed = {}
     if updates > 0 and snap.get("counter", VERSION_KB) > 0:
         row_bytes = max(1, round(snap.get("counter", VERSION_KB) * 1024.0 / updates))
         bytes_how = (f"{snap.get('counter', VERSION_KB):,.0f} KB of versions over {updates:,.0f} transactions")
     else:
-        row_bytes, bytes_how = defaults["row_bytes"], "no version-generation counter: the default size assumed"
+        row_bytes, bytes_how = setup["row_bytes"], "no version-generation counter: the default size assumed"
         assumed["row_bytes"] = ("the version size", "the Version Generation rate (KB/s) counter and Transactions/sec")
     appends = chunks(row_bytes)
     obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, connections, (TRANSACTIONS, appends))
-    hold_us = hold - defaults["new_page_us"] * float(page_rate(row_bytes)) / appends
+    hold_us = hold - setup["new_page_us"] * float(page_rate(row_bytes)) / appends
     cpu = think * appends
-    fitted = {"hold_us": (hold_us, "us", how + f", less the new pages' share ({defaults['new_page_us']:g} us per page)"),
+    fitted = {"hold_us": (hold_us, "us", how + f", less the new pages' share ({setup['new_page_us']:g} us per page)"),
               "cpu_per_update_us": (cpu, "us", f"think time per append times {appends} append(s) per update")}
     schedulers, sched_how = evidence.schedulers(snap)
-    switch_us = SCENARIO.param("context_switch_us").default  # the model's own switch
+    switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(connections, schedulers))
     settings = {"connections": (connections, conn_how), "schedulers": (schedulers, sched_how)}
     if "row_bytes" not in assumed:

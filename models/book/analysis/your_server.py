@@ -21,12 +21,14 @@ from models.book.analysis import hot_page
 from models.book.stored import FITTED, significant
 from models.book.sweep import DATA_DIR
 from models.files import write_text_atomic
+from models.fitting import coverage
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.fitting.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
 
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
+COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writes it (models/book/sweeps/coverage.py)
 
 
 def _fitted(x: Any) -> Any:
@@ -146,15 +148,28 @@ def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def setup_assumed(scenario: str, known: dict[str, Any], window: dict[str, float]) -> dict[str, Any]:
+    """The known setup's values of every parameter the fit does not estimate: what a round trip's fit assumes.
+
+    So the fit, its replicates and its bias correction run under the setup that wrote the snapshot (the
+    hot page's 17.2 us split hold, not the scenario's default 120 us).
+    """
+    names = coverage.fitted_names(scenario, known, window)
+    return {name: value for name, value in known.items() if name not in names}
+
+
 def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.DataFrame]:
     """For every scenario: each fitted parameter beside its true value, and the what-if table of the fit.
+
+    Each fit assumes the known setup's values of what it does not estimate (:func:`setup_assumed`).
 
     Returns (parameters, what-ifs); the what-ifs carry the scenario and the
     fitted model's throughput now, for the chapter's explorer.
     """
     params, changes = [], []
     for scenario, (known, window) in ROUND_TRIPS.items():
-        f = fitting.fit(from_model(scenario, known, **window), replicates=replicates)
+        f = fitting.fit(from_model(scenario, known, **window), replicates=replicates,
+                        assume=setup_assumed(scenario, known, window))
         truth = dict(models.get_scenario(scenario).defaults(), **known)
         for name, e in f.params.items():
             if e.basis != "fitted":
@@ -172,6 +187,39 @@ def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.
         t.insert(0, "scenario", scenario)
         changes.append(t)
     return pd.DataFrame(params), pd.concat(changes, ignore_index=True)
+
+
+
+def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:
+    """The coverage study as the page shows it: per scenario and fitted parameter, how often the range held the truth.
+
+    Read from the stored study (book/data/coverage.csv); the share is the ranges that held the true value among
+    the trips the fit did not refuse (``widened``: trips whose ranges the misfit check widened), beside the
+    nominal level and the ranges' median half-width.
+    """
+    stored = pd.read_csv(path)
+    return pd.DataFrame({
+        "scenario": stored["scenario"], "parameter": stored["parameter"],
+        "round trips": stored["trips"], "refused": stored["refused"], "widened": stored["widened"],
+        "range held the truth": [f"{c:,d} of {n:,d} ({share:.0%})" for c, n, share
+                                 in zip(stored["covered"], stored["fitted"], stored["coverage"])],
+        "nominal": stored["level"].map(lambda x: f"{x:.0%}"),
+        "median half-width": stored["median_half_width_rel"].map(lambda x: f"{100 * x:.2g}%"),
+    })
+
+
+def coverage_summary(path: Path = COVERAGE) -> dict[str, Any]:
+    """The study's headline numbers: trips per scenario (fewest), the lowest and pooled coverage, the refusals and
+    widenings (false alarms of the misfit check: every capture is of the model itself)."""
+    stored = pd.read_csv(path)
+    worst = stored.loc[stored["coverage"].idxmin()]
+    return {"trips": int(stored["trips"].min()), "level": float(stored["level"].iloc[0]),
+            "replicates": int(stored["replicates"].iloc[0]),
+            "pooled": float(stored["covered"].sum() / stored["fitted"].sum()),
+            "lowest": float(worst["coverage"]), "lowest_where": f"{worst['scenario']}'s {worst['parameter']}",
+            "refused": int(stored.drop_duplicates("scenario")["refused"].sum()),
+            "widened": int(stored.drop_duplicates("scenario")["widened"].sum()),
+            "scenarios": int(stored["scenario"].nunique())}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,168 @@
+"""Do the fit's ranges hold the truth as often as they say?  Round trips from known parameters, counted.
+
+One round trip draws a "true" value of every parameter the fit estimates
+around a base setup (:func:`draw_truth`), writes the snapshot a capture of
+the model at those values would hold (:func:`models.fitting.capture.from_model`,
+with a seed of its own), fits it with the scenario named and every other
+parameter assumed at its true value (the setup being fitted), and records for
+each fitted parameter whether its [low, high] holds the true value
+(:func:`round_trip`).  :func:`summary` counts them: a 95% range that holds the
+truth in far fewer than 95 of 100 trips is not a 95% range.  It counts too the
+trips whose ranges the fit widened because its model missed a count
+(``widened``): on a capture of the model itself, that is a false alarm.
+
+A trip the fit refuses (a FitError) is counted apart, as refused, not as
+covered or missed: a refusal is the honest answer the fit gives when its
+model does not reproduce the capture.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+import models
+from models.fitting import fit as fitting
+from models.fitting.capture import from_model
+from models.fitting.evidence import FitError
+from models.params import ParameterError
+
+STUDY_SEED = 20_261_125  # the draws of true values: trip k uses numpy's generator seeded [STUDY_SEED, k]
+TRIP_COLUMNS = ["scenario", "trip", "seed", "parameter", "true", "estimate", "low", "high", "covered",
+                "half_width_rel", "clipped", "widened", "refused"]
+SUMMARY_COLUMNS = ["scenario", "parameter", "trips", "refused", "widened", "fitted", "covered", "coverage",
+                   "median_half_width_rel", "level", "replicates", "seconds_per_trip"]
+
+
+def fitted_names(scenario: str, base: dict[str, Any], window: dict[str, float]) -> list[str]:
+    """The parameters the fit estimates from a snapshot of the model at ``base`` (over ``window``)."""
+    spec = models.get_scenario(scenario)
+    snap = _snapshot(scenario, base, window)
+    setup = fitting.assumed_setup(spec, None)
+    return list(spec.estimate(snap, dict(setup, **{k: v for k, v in base.items() if k in setup})).fitted)
+
+
+def draw_truth(scenario: str, base: dict[str, Any], names: list[str], spread: float,
+               rng: np.random.Generator) -> dict[str, Any]:
+    """``base`` with each of ``names`` drawn log-uniformly within a factor ``1 + spread`` of its base value.
+
+    The base value is the setup's or the scenario's default; a draw is held within the catalogue's range
+    and rounded when the parameter is a whole number.
+    """
+    spec = models.get_scenario(scenario)
+    truth = dict(base)
+    for name in names:
+        p = spec.param(name)
+        centre = base.get(name, p.default)
+        value = float(centre) * math.exp(rng.uniform(-math.log1p(spread), math.log1p(spread)))
+        value = min(max(value, p.low), p.high)
+        truth[name] = round(value) if p.kind == "int" else round(value, 6)
+    return truth
+
+
+def _snapshot(scenario: str, params: dict[str, Any], window: dict[str, float]):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return from_model(scenario, params, **window)
+
+
+TrueValues = dict[str, Callable[[dict[str, Any]], float]]
+
+
+def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], seed: int, names: list[str],
+               replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None) -> list[dict[str, Any]]:
+    """One round trip's rows: for each fitted parameter its true value, estimate, range and whether it holds.
+
+    The snapshot is the model at ``truth`` with ``seed``; the fit names the scenario and assumes every
+    parameter it does not estimate (``names``) at its true value.  ``true_values`` gives, for a parameter
+    whose set value the snapshot cannot show whole (a memory grant asked above its cap shows as the cap),
+    the value it acts with, as a function of every parameter's true value.  A refused fit is one row with
+    the reason in ``refused``.
+    """
+    spec = models.get_scenario(scenario)
+    snap = _snapshot(scenario, dict(truth, seed=seed), window)
+    assume = {k: v for k, v in truth.items() if k not in names and k != "seed"}
+    base = {"scenario": scenario, "seed": seed}
+    try:
+        f = fitting.fit(snap, scenario=scenario, replicates=replicates, assume=assume)
+    except (FitError, ParameterError) as err:
+        return [dict(base, parameter="", refused=str(err)[:300])]
+    rows = []
+    for name in names:
+        e = f.params.get(name)
+        if e is None or e.basis != "fitted":
+            continue
+        true = truth.get(name, spec.param(name).default)
+        if true_values and name in true_values:
+            true = true_values[name](dict(spec.defaults(), **truth))
+        half = (e.high - e.low) / 2.0
+        rows.append(dict(base, parameter=name, true=true, estimate=float(e.estimate), low=float(e.low),
+                         high=float(e.high), covered=bool(e.low <= true <= e.high),
+                         half_width_rel=half / abs(true) if true else math.nan, clipped=e.clipped,
+                         widened=bool(f.misfit), refused=""))
+    return rows
+
+
+def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trips: int, spread: float,
+          replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None, first: int = 0,
+          progress: Callable[[int, int], None] | None = None) -> tuple[pd.DataFrame, float]:
+    """``trips`` round trips of ``scenario`` around ``base``: every trip's rows, and the seconds one trip took.
+
+    Trip k (``first`` to ``first + trips - 1``) draws its truth from numpy's generator seeded [STUDY_SEED, k]
+    and writes its snapshot with seed k + 1 (the fit's replicates use seeds from
+    :data:`models.fitting.fit.REPLICATE_SEED`, so none shares one).  A study run with a ``first`` of its own
+    checks a widening on trips it was not derived from.
+    """
+    import time
+
+    names = fitted_names(scenario, base, window)
+    rows: list[dict[str, Any]] = []
+    began = time.perf_counter()
+    for k in range(first, first + trips):
+        truth = draw_truth(scenario, base, names, spread, np.random.default_rng([STUDY_SEED, k]))
+        for row in round_trip(scenario, truth, window, k + 1, names, replicates, true_values):
+            rows.append(dict(row, trip=k))
+        if progress is not None:
+            progress(k + 1 - first, trips)
+    seconds = (time.perf_counter() - began) / max(trips, 1)
+    return pd.DataFrame(rows, columns=TRIP_COLUMNS), seconds
+
+
+def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
+            replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+    """Per scenario and fitted parameter: trips, refusals, how many ranges held the truth, and their width."""
+    out = []
+    for scenario, rows in trips.groupby("scenario", sort=False):
+        n = int(rows["trip"].nunique())
+        refused = int(rows.loc[rows["refused"].fillna("") != "", "trip"].nunique())
+        fitted = rows[rows["refused"].fillna("") == ""]
+        widened = int(fitted.loc[fitted["widened"].fillna(False).astype(bool), "trip"].nunique())
+        for name, group in fitted.groupby("parameter", sort=False):
+            covered = int(group["covered"].astype(bool).sum())
+            widths = [w for w in group["half_width_rel"] if isinstance(w, float) and math.isfinite(w)]
+            out.append({"scenario": scenario, "parameter": name, "trips": n, "refused": refused, "widened": widened,
+                        "fitted": len(group), "covered": covered,
+                        "coverage": round(covered / len(group), 4) if len(group) else math.nan,
+                        "median_half_width_rel": round(statistics.median(widths), 6) if widths else math.nan,
+                        "level": fitting.LEVEL, "replicates": replicates,
+                        "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2)})
+    return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+
+
+def needed_inflation(trips: pd.DataFrame, level: float = fitting.LEVEL) -> float:
+    """The smallest factor on every range's half-width that has each parameter's ranges hold the truth in ``level``
+    of its fitted trips (1 or less: the ranges are wide enough as they are).
+
+    A trip needs |estimate - true| / half-width; each parameter needs the ``level`` quantile of its trips'
+    needs, and the answer is the largest of those.
+    """
+    fitted = trips[(trips["refused"].fillna("").astype(str) == "") & trips["parameter"].fillna("").astype(bool)]
+    half = (fitted["high"] - fitted["low"]) / 2.0
+    need = ((fitted["estimate"] - fitted["true"]).abs() / half.where(half > 0)).fillna(np.inf)
+    per_parameter = need.groupby([fitted["scenario"], fitted["parameter"]]).quantile(level)
+    return float(per_parameter.max()) if len(per_parameter) else math.nan
