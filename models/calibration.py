@@ -33,3 +33,7 @@ POCHE_SERIAL_US_PER_ROW = 23.0
 POCHE_BATCH500_US_PER_ROW = 4.2
 INSERT_ROW_US = (500 * POCHE_BATCH500_US_PER_ROW - POCHE_SERIAL_US_PER_ROW) / 499
 INSERT_CALL_US = POCHE_SERIAL_US_PER_ROW - INSERT_ROW_US
+
+# The wake-ups over which a chapter or a fit refits what depends on the hand-off of a latch whose hand-off nobody
+# measured: from an idle core that wakes at once to one several times White's.
+WAKEUP_BAND_US = (1.0, 30.0)

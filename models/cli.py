@@ -26,6 +26,7 @@ from typing import Any, Callable
 import pandas as pd
 
 import models
+from models.calibration import WAKEUP_BAND_US
 from models.params import RUN_OPTIONS, Param, ParameterError
 from models.scenarios.base import Scenario
 from models.result import Result
@@ -285,9 +286,12 @@ def whatif_text(table: pd.DataFrame) -> str:
 
     applies = table[table["throughput"].notna()]
     lines = [f"now: {r.note}" for r in applies.itertuples() if r.change == "now" and r.note]
+    banded = "band_low" in table and table["band_low"].notna().any()
     rows = [(r.change, f"{figure(r.throughput)} {r.unit}",
              f"({figure(r.throughput_low)} to {figure(r.throughput_high)})",
-             f"x{r.vs_now:.2f}", f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
+             f"x{r.vs_now:.2f}", *([f"band x{r.band_low:.2f} to x{r.band_high:.2f}" if r.band_low == r.band_low
+                                    else "" ] if banded else []),
+             f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
     lines += _aligned(rows)
     skipped = table[table["throughput"].isna()]
     if len(skipped):
@@ -342,16 +346,24 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
         prediction = whatif.predict(fitted, change)
         out = {"change": prediction.change, "what": prediction.what, "sets": prediction.sets, "unit": prediction.unit, "applies": prediction.applies,
                "note": prediction.note}
+        ends = None
         if prediction.applies:
             for key in ("throughput", "wait_ms_per_s", "now_throughput", "now_wait_ms_per_s"):
                 band = getattr(prediction, key)
                 out[key] = {"estimate": band.estimate, "low": band.low, "high": band.high}
+            name, value = whatif.parse_change(change)
+            ends = whatif.handoff_band(fitted, snap, name, value).get(name)
+            if ends:
+                ends = (min(ends[0], prediction.ratio), max(ends[1], prediction.ratio))
+                out["gain_band"] = {"low": ends[0], "high": ends[1], "wakeup_us": list(WAKEUP_BAND_US)}
         if as_json:
             print(json.dumps(out, indent=2))
         elif prediction.applies:
             print(f"{prediction.change}: {prediction.what}\n  sets {', '.join(f'{k}={v}' for k, v in prediction.sets.items())}\n"
                   f"  throughput {prediction.throughput} {prediction.unit} (now {prediction.now_throughput}), x{prediction.ratio:.2f}\n"
                   f"  {prediction.wait_type} wait {prediction.wait_ms_per_s} ms/s (now {prediction.now_wait_ms_per_s})"
+                  + (f"\n  gain x{ends[0]:.2f} to x{ends[1]:.2f} with the assumed wake-up refitted at "
+                     f"{WAKEUP_BAND_US[0]:g} and {WAKEUP_BAND_US[1]:g} us" if ends else "")
                   + (f"\n  {prediction.note}" if prediction.note else ""))
         else:
             print(f"{prediction.change}: not applicable: {prediction.note}")

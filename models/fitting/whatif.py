@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.fitting.fit import TARGET_VISITS, Fit, sized, t_quantile
+from models.calibration import WAKEUP_BAND_US
+from models.fitting.fit import MIN_REPLICATES, TARGET_VISITS, Fit, FitError, fit as refit_at, sized, t_quantile
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
@@ -247,10 +248,52 @@ def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:
     return text + " (the fit used them: agreement here shows only that it converged)"
 
 
+def handoff_band(fit: Fit, snap: Snapshot, change: str | None = None,
+                 value: float | None = None) -> dict[str, tuple[float, float]]:
+    """Each change's gain over now, lowest and highest, with the fit redone at each end of the wake-up band.
+
+    Where the fit assumed the wake-up (more sessions than schedulers: the signal wait mixes the wake-up with
+    queueing for a busy scheduler), the capture fixes what the hand-off and the fitted costs add up to, not how
+    they divide; a gain that depends on the division is shown as the range over WAKEUP_BAND_US.  Empty when the
+    wake-up was fitted or read.  A band end the fit refuses is left out, and said so under the key "".
+    With ``change`` (and its ``value``), only that change.
+    """
+    wake = fit.params.get("wakeup_us")
+    if fit.scenario is None or wake is None or wake.basis != "assumed":
+        return {}
+    spec = models.get_scenario(fit.scenario)
+    seconds = run_seconds(fit)
+    gains: dict[str, list[float]] = {}
+    refused = []
+    for wakeup in WAKEUP_BAND_US:
+        try:
+            again = refit_at(snap, scenario=fit.scenario, assume=dict(fit.setup, wakeup_us=wakeup),
+                             replicates=MIN_REPLICATES)
+        except FitError:
+            refused.append(wakeup)
+            continue
+        base = again.model_params()
+        now, _ = _run(spec, base, again.rate_per_s, seconds)
+        for each in (spec.changes if change is None else [c for c in spec.changes if c.name == change]):
+            why = each.unless(base) if each.unless else ""
+            if why or now <= 0:
+                continue
+            try:
+                after, _ = _run(spec, dict(base, **each.sets(base, value)), again.rate_per_s, seconds)
+            except ParameterError:
+                continue
+            gains.setdefault(each.name, []).append(after / now)
+    band = {name: (min(values), max(values)) for name, values in gains.items()}
+    if refused:
+        band[""] = (min(refused), max(refused))
+    return band
+
+
 def _row(change: str, what: str, throughput: Range | None, wait: Range | None, now: Range | None, unit: str,
-         note: str) -> dict[str, Any]:
+         note: str, band: tuple[float, float] | None = None) -> dict[str, Any]:
     nan = math.nan
     return {"change": change, "what": what,
+            "band_low": band[0] if band else nan, "band_high": band[1] if band else nan,
             "throughput": throughput.estimate if throughput else nan,
             "throughput_low": throughput.low if throughput else nan,
             "throughput_high": throughput.high if throughput else nan,
@@ -275,6 +318,14 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
     if held:
         notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
                      "held at its bounds")
+    band = handoff_band(fit, snap) if snap is not None else {}
+    if band:
+        lo, hi = WAKEUP_BAND_US
+        notes.append(f"the wake-up is assumed ({fit.params['wakeup_us'].estimate:g} us): the band column refits the "
+                     f"capture at {lo:g} and {hi:g} us and gives each change's gain at both")
+    if "" in band:
+        notes.append(f"at a wake-up of {band[''][0]:g} us the fit refuses the capture, so that end of the band is left "
+                     "out")
     rows = [_row("now", "the fitted model, unchanged", now[0], now[1], now[0], unit(spec), "; ".join(notes))]
     for change in spec.changes:
         try:
@@ -282,6 +333,9 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
         except ParameterError as err:  # the change would take the fitted model out of its range
             rows.append(_row(change.name, change.what, None, None, None, unit(spec), f"not modelled: {err}"))
             continue
+        ends = band.get(change.name)
+        if ends and math.isfinite(prediction.ratio):  # the band holds the book's wake-up's own gain too
+            ends = (min(ends[0], prediction.ratio), max(ends[1], prediction.ratio))
         rows.append(_row(prediction.change, prediction.what, prediction.throughput, prediction.wait_ms_per_s,
-                         prediction.now_throughput, prediction.unit, prediction.note))
+                         prediction.now_throughput, prediction.unit, prediction.note, ends))
     return pd.DataFrame(rows)

@@ -67,7 +67,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
-from models.calibration import INSERT_CALL_US, INSERT_ROW_US
+from models.calibration import INSERT_CALL_US, INSERT_ROW_US, WAKEUP_BAND_US
 
 POCHE = {"sessions": 100, "inserts": 1_000, "schedulers": 16,
          "throttled_wall_s": 61.0, "throttled_narrow_s": 12.76, "throttled_narrow_waits_s": 0.185,
@@ -105,8 +105,7 @@ LOG_FLUSH_US = round(BATCH_CALL_US / 2, 1)  # 9.4
 LOG_FLUSH_BAND_US = (0.0, round(BATCH_CALL_US, 2))
 
 # The hand-off of the page latch is not measured for this latch: White's 9.7 us is NESTING_TRANSACTION_FULL's on
-# another machine.  The chapter keeps the book's wake-up and shows what depends on it over this band.
-WAKEUP_BAND_US = (1.0, 30.0)
+# another machine.  The chapter keeps the book's wake-up and shows what depends on it over WAKEUP_BAND_US.
 
 # fit() gives these (seeds 1-3): the cost each queued worker adds to the leaf latch's hold, fitted to the
 # 9.7 s wall clock, and the new page's hold, fitted to the wide rows' 1,082 s; tests/test_hot_page.py

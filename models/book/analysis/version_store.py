@@ -232,11 +232,11 @@ def parameter_table() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["parameter", "value", "from", "kind"])
 
 
-WAKEUP_BAND_US = (0.5, 1.0, 2.0, 4.0, 7.7, 12.0, 20.0, 30.0)  # the latch's wake-up, which Randal did not measure
+WAKEUP_GRID_US = (0.5, 1.0, 2.0, 4.0, 7.7, 12.0, 20.0, 30.0)  # the latch's wake-up, which Randal did not measure
 HOLD_FLOOR_US = 0.1  # fit_hold's lowest hold: a fit that ends there found no hold that reaches 60,000
 
 
-def handoff_band(wakeups: Iterable[float] = WAKEUP_BAND_US, connections: Iterable[int] = (4, 16),
+def handoff_band(wakeups: Iterable[float] = WAKEUP_GRID_US, connections: Iterable[int] = (4, 16),
                  seeds: Iterable[int] = (1, 2, 3)) -> pd.DataFrame:
     """The hold refitted to Randal's 60,000 at each wake-up, and the loss it then predicts at other connections.
 
