@@ -131,16 +131,22 @@ def undetermined_frame(f: fitting.Fit) -> pd.DataFrame:
 def whatif_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The fitted model now and the changes that apply, their ranges rounded to what the page shows."""
     t = table[table["throughput"].notna()].copy()
-    for col in ("throughput", "throughput_low", "throughput_high", "vs_now", "wait_ms_per_s", "wait_low", "wait_high"):
-        t[col] = t[col].map(_fitted)
+    for col in ("throughput", "throughput_low", "throughput_high", "vs_now", "wait_ms_per_s", "wait_low", "wait_high",
+                "band_low", "band_high"):
+        if col in t:
+            t[col] = t[col].map(_fitted)
     return t.reset_index(drop=True)
 
 
 def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The what-if rows as the page shows them: the change, its gain over now, throughput and wait with ranges."""
+    banded = "band_low" in table and table["band_low"].notna().any()
+    band = ({"× now, wake-up 1 to 30 µs": [f"{lo:.2f} to {hi:.2f}" if lo == lo else "" for lo, hi
+                                           in zip(table["band_low"], table["band_high"])]} if banded else {})
     return pd.DataFrame({
         "change": table["change"],
         "× now": table["vs_now"].map(lambda x: f"{x:.2f}"),
+        **band,
         "throughput": [f"{whatif.figure(t)} ({whatif.figure(lo)} to {whatif.figure(hi)}) {u}" for t, lo, hi, u
                        in zip(table["throughput"], table["throughput_low"], table["throughput_high"], table["unit"])],
         "wait (ms/s)": [f"{whatif.figure(t)} ({whatif.figure(lo)} to {whatif.figure(hi)})" for t, lo, hi
@@ -151,8 +157,8 @@ def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
 def setup_assumed(scenario: str, known: dict[str, Any], window: dict[str, float]) -> dict[str, Any]:
     """The known setup's values of every parameter the fit does not estimate: what a round trip's fit assumes.
 
-    So the fit, its replicates and its bias correction run under the setup that wrote the snapshot (the
-    hot page's 17.2 us split hold, not the scenario's default 120 us).
+    So the fit, its replicates and its bias correction run under the setup that wrote the snapshot, not under
+    the scenario's defaults where the two differ.
     """
     names = coverage.fitted_names(scenario, known, window)
     return {name: value for name, value in known.items() if name not in names}
