@@ -28,8 +28,8 @@ import pandas as pd
 import models
 from models.calibration import WAKEUP_BAND_US
 from models.params import RUN_OPTIONS, Param, ParameterError
-from models.scenarios.base import Scenario
 from models.result import Result
+from models.scenarios.base import Scenario
 
 COMPILING = "compiling the engine (first run only)..."
 

@@ -22,8 +22,8 @@ from models.engine.rng import poisson_arrivals, seed_state, start_ahead
 from models.engine.state import (
     BT_OVERFLOW, GF_LOG_AHEAD, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH, GF_WAKEUP, G_EVENTS, G_MAIN_LEFT,
     G_SEM_LIMIT, G_SEM_TARGET, LF_BACKOFF_US, LF_CONTCOST, LF_SPIN_US, L_ACQ, L_MAX_BACKOFFS, L_POLICY,
-    L_ROUNDS_PER_BACKOFF, L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, State, WF_ARRIVE, W_DAEMON,
-    W_PC, W_SCHED, allocate,
+    L_ROUNDS_PER_BACKOFF, L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, WF_ARRIVE, W_DAEMON,
+    W_PC, W_SCHED, State, allocate,
 )
 
 

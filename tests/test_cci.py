@@ -8,9 +8,9 @@ import pytest
 
 import models
 from models import ParameterError
+from models.analytic import mva_repairman
 from models.book import charts
 from models.book.analysis import cci
-from models.analytic import mva_repairman
 from models.engine.program import BR_FAILED, GRANT, OS_SPIN, Program
 from models.engine.state import (
     DONE, GF_OS_BUSY, GF_OS_KERNEL, GL_GRANTED, GRANT_OUTCOMES, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LOGN,

@@ -6,8 +6,8 @@ import pytest
 
 import models
 from models import calibration
-from models.engine import btree
 from models.book.analysis import hot_page as hp
+from models.engine import btree
 from models.params import ParameterError
 from models.scenarios import last_page_insert as lpi
 

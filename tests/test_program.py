@@ -8,9 +8,9 @@ import pytest
 
 from models.engine import program as pm
 from models.engine.program import (
-    ACQUIRE, BR_ALWAYS, BR_FAILED, BR_FULL, BRANCH, CPU, DT, END, EX, EXPONENTIAL, FIND, FIND_LEAF, FIXED,
-    FORK, FREE, GRANT, INSERT, JOIN, KP, LOOP, OS_PREEMPTIVE, OS_SPIN, OSCALL, R_GATE, R_LEAF, R_ROOT, RELEASE, ROW,
-    SH, SLEEP, SPLIT, UNIT, UP, YIELD, Program, register,
+    ACQUIRE, BRANCH, BR_ALWAYS, BR_FAILED, BR_FULL, CPU, DT, END, EX, EXPONENTIAL, FIND, FIND_LEAF, FIXED,
+    FORK, FREE, GRANT, INSERT, JOIN, KP, LOOP, OSCALL, OS_PREEMPTIVE, OS_SPIN, RELEASE, ROW, R_GATE, R_LEAF,
+    R_ROOT, SH, SLEEP, SPLIT, UNIT, UP, YIELD, Program, register,
 )
 from models.engine.state import LOOP_SLOTS, REGISTERS
 from models.result import build

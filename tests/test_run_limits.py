@@ -30,8 +30,8 @@ from models.engine.program import (
     Program, register,
 )
 from models.engine.state import (
-    DONE, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_QUEUE, NEW, STATUS_DONE, STATUS_TIME_BOUND, State, WF_KERNEL,
-    WF_OSWAIT, WF_SLEPT, W_STATE,
+    DONE, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_QUEUE, NEW, STATUS_DONE, STATUS_TIME_BOUND, WF_KERNEL, WF_OSWAIT,
+    WF_SLEPT, W_STATE, State,
 )
 from models.params import Param, ParameterError
 from models.result import TABLES, Result, build

@@ -460,9 +460,9 @@ class SnapshotPanel:
         """Read, fit and show ``source``; any bad input ends as its message in the status line."""
         from IPython.display import display
 
+        from models.book.analysis import your_server
         from models.fitting import fit as fitting
         from models.fitting import whatif
-        from models.book.analysis import your_server
 
         self.output.clear_output()
         self.status.value = f"<p>fitting {html.escape(name)}…</p>"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.fitting.snapshot import (
-    BATCHES, DELTA_ROWGROUPS_CREATED, LATCH_SPINS, ROWGROUPS_COMPRESSED, SYSTEM_DATABASES, TEMPDB_ID, Snapshot,
+    BATCHES, DELTA_ROWGROUPS_CREATED, LATCH_SPINS, ROWGROUPS_COMPRESSED, SYSTEM_DATABASES, TEMPDB_ID,
+    Snapshot,
 )
 from models.params import ParameterError
 

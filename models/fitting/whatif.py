@@ -21,7 +21,9 @@ import pandas as pd
 
 import models
 from models.calibration import WAKEUP_BAND_US
-from models.fitting.fit import MIN_REPLICATES, TARGET_VISITS, Fit, FitError, fit as refit_at, sized, t_quantile
+from models.fitting.fit import MIN_REPLICATES, TARGET_VISITS, Fit, FitError
+from models.fitting.fit import fit as refit_at
+from models.fitting.fit import sized, t_quantile
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result

@@ -49,8 +49,8 @@ import pandas as pd
 from models.engine import state
 from models.engine.program import (
     BR_ALWAYS, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, DISTRIBUTIONS, EX, EXPONENTIAL,
-    FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, UP, Program,
-    register,
+    FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, UP,
+    Program, register,
 )
 from models.fitting import evidence
 from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
@@ -374,20 +374,16 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     schedulers, sched_how = evidence.schedulers(snap)
     model = dict(setup, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0),
                  think_us=max(think, 0.0))
-    if work > setup["cpu_under_us"] and queue >= 1.0:
-        cost, at_zero = queue_cost(model, visits_per_s)
-        fitted["contender_cost_us"] = (
-            cost, "us",
-            how + f"; {work - setup['cpu_under_us']:,.1f} us more than the row's assumed "
-            f"{setup['cpu_under_us']:g} us of work, with {queue:,.1f} workers waiting on average: the queue's cost "
-            f"per waiter at which the model itself inserts {visits_per_s:,.0f} rows/s (without it, {at_zero:,.0f})")
-        assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
-                                   "a batched insert's time per row (many rows in one call)")
-    else:
-        fitted["cpu_under_us"] = (work, "us", how + f", with {queue:.2f} workers waiting on average: no queue's cost "
-                                  "to tell from the work")
-        assumed["contender_cost_us"] = ("what a queue adds to the hold: the capture has no queue to measure it by",
-                                        "a capture under heavier load")
+    # The row's work is assumed and the queue's cost fitted, whatever the load: a snapshot shows their sum, and a
+    # light load (no queue) gives a cost of 0, which the model then has to reproduce like any other.
+    cost, at_zero = queue_cost(model, visits_per_s)
+    fitted["contender_cost_us"] = (
+        cost, "us",
+        how + f"; the row's assumed {setup['cpu_under_us']:g} us of work and what {queue:,.1f} waiting workers add: "
+        f"the queue's cost per waiter at which the model itself inserts {visits_per_s:,.0f} rows/s (without any, "
+        f"{at_zero:,.0f})")
+    assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
+                               "a batched insert's time per row (many rows in one call)")
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
                 "key": ("identity", "waits on one index's last page: an ascending key")}
     switch_us = setup["context_switch_us"]  # the model's own switch, as assumed

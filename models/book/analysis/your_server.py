@@ -225,6 +225,8 @@ def coverage_summary(path: Path = COVERAGE) -> dict[str, Any]:
             "lowest": float(worst["coverage"]), "lowest_where": f"{worst['scenario']}'s {worst['parameter']}",
             "refused": int(stored.drop_duplicates("scenario")["refused"].sum()),
             "widened": int(stored.drop_duplicates("scenario")["widened"].sum()),
+            "refused_by": {row.scenario: int(row.refused) for row in stored.drop_duplicates("scenario").itertuples()
+                           if row.refused},
             "scenarios": int(stored["scenario"].nunique())}
 
 
