@@ -26,7 +26,7 @@ def _row(prog: Program, at: int) -> tuple:
 
 EMITTED = [
     # (call, (op, a, b, c, x)) -- the operand layout of the module docstring's table
-    (lambda p: p.cpu(12.5), (CPU, FIXED, -1, 0, 12.5)),
+    (lambda p: p.cpu(12.5), (CPU, FIXED, 0, 0, 12.5)),
     (lambda p: p.cpu(3.0, EXPONENTIAL, contended_latch=4), (CPU, EXPONENTIAL, 4, 1, 3.0)),
     (lambda p: p.acquire(7), (ACQUIRE, 7, EX, 0, 0.0)),
     (lambda p: p.acquire(2, SH), (ACQUIRE, 2, SH, 0, 0.0)),
@@ -273,7 +273,7 @@ def test_arrays_have_the_engine_shapes_and_dtypes():
     ints, xs = prog.arrays()
     assert ints.shape == (5, 4) and ints.dtype == np.int64 and ints.flags.c_contiguous
     assert xs.shape == (5,) and xs.dtype == np.float64
-    assert ints.tolist() == [[CPU, EXPONENTIAL, 1, 0], [ACQUIRE, -1, SH, 0], [GRANT, 64, 32, 0], [FORK, 0, 0, 3],
+    assert ints.tolist() == [[CPU, EXPONENTIAL, 1, 1], [ACQUIRE, -1, SH, 0], [GRANT, 64, 32, 0], [FORK, 0, 0, 3],
                              [END, 0, 0, 0]]
     assert xs.tolist() == [2.5, 0.0, 10.0, 0.0, 0.0]
 
