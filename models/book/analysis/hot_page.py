@@ -405,3 +405,17 @@ def batching_band(batch_rows: Iterable[int] = (1, 10, 50), seed: int = 1) -> pd.
         rows.append({"batch_rows": b, "rows_per_s": rates["book's wake-up"], "low": min(rates.values()),
                      "high": max(rates.values())})
     return pd.DataFrame(rows)
+
+
+def comparison_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`comparison_table` as the page shows it: five columns, the band beside the model, four digits."""
+    def number(x: float) -> str:
+        return f"{x:,.4g}"
+    return pd.DataFrame({
+        "seed: quantity": table["seed"] + ": " + table["quantity"],
+        "measured": table["measured"].map(number),
+        "model (wake-up 1 to 30 µs)": [f"{number(m)} ({number(lo)} to {number(hi)})"
+                                       for m, lo, hi in zip(table["model"], table["low"], table["high"])],
+        "model / measured": table["model / measured"].map(lambda x: f"{x:.2f}"),
+        "model was": table["model was"],
+    })

@@ -255,3 +255,11 @@ def handoff_band(wakeups: Iterable[float] = WAKEUP_GRID_US, connections: Iterabl
             row[f"loss_{n}_pct"] = loss
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def handoff_band_shown(band: pd.DataFrame) -> pd.DataFrame:
+    """:func:`handoff_band` as the page shows it: rounded, "none" where no hold reaches 60,000."""
+    shown = band.round({"hold_us": 2, "loss_4_pct": 1, "loss_16_pct": 1}).astype(object).where(band.notna(), "none")
+    shown["fits"] = band["fits"].map({True: "yes", False: "no"})
+    return shown.rename(columns={"wakeup_us": "wake-up (µs)", "hold_us": "fitted hold (µs)", "fits": "reaches 60,000",
+                                 "loss_4_pct": "loss at 4 connections (%)", "loss_16_pct": "loss at 16 connections (%)"})
