@@ -5,7 +5,8 @@ next owner's first instruction: the waiter's wake-up plus the scheduler's
 switch to it.  SQL Server reports exactly that interval as signal wait, so
 White's fair run (NESTING_TRANSACTION_FULL, trace flag 3933 off) gives it
 directly: 2,644 ms of signal wait over 271,458 LATCH_EX waits.  It is that
-latch's hand-off on that machine.  Every scenario's default wake-up is taken
+latch's hand-off on that machine, derived from his totals (it also holds any
+time a woken waiter queued for a busy scheduler).  Every scenario's default wake-up is taken
 from it, but for any other latch class it is an assumption, not a
 measurement: the hot-page and version-store chapters refit what depends on
 it over a band of wake-ups (1 to 30 us) and show the conclusions as ranges.

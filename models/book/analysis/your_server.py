@@ -227,6 +227,11 @@ def coverage_summary(path: Path = COVERAGE) -> dict[str, Any]:
             "widened": int(stored.drop_duplicates("scenario")["widened"].sum()),
             "refused_by": {row.scenario: int(row.refused) for row in stored.drop_duplicates("scenario").itertuples()
                            if row.refused},
+            # refused trips counted as misses: the share of all trips whose range held the truth, lowest parameter
+            "lowest_counting_refusals": float((stored["covered"] / stored["trips"]).min()),
+            # the hand-off ranges are a hundredth of a percent wide around a value the counts fix: pooled without them
+            "pooled_without_handoff": float(stored.loc[stored["parameter"] != "wakeup_us", "covered"].sum()
+                                            / stored.loc[stored["parameter"] != "wakeup_us", "fitted"].sum()),
             "scenarios": int(stored["scenario"].nunique())}
 
 
