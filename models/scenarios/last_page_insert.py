@@ -25,7 +25,8 @@ A page latch's hold grows by ``contender_cost_us`` for every worker queued on
 it when the row's work starts: the queue's own cost on the owner, which
 Lahoud (2019) describes as throughput falling as insert threads are added,
 and which feeds itself (a longer hold, a longer queue) into the convoy she
-calls a cliff.  With ``optimize_for_sequential_key`` on,
+calls a cliff.  No source measures such a cost or names its cause; its form
+(in proportion to the queue) is the model's assumption and its size is fitted.  With ``optimize_for_sequential_key`` on,
 an unfair gate per scheduler and tree lets one session per scheduler into
 the part of the insert that latches pages (BTREE_INSERT_FLOW_CONTROL), and a
 session whose quantum has less left than its insert needs yields first.
@@ -91,7 +92,7 @@ PARAMS = (
     Param("log_flush_us", "float", 9.4, "us", 0.0, 100_000.0,
           help="the commit's log flush per call, after the page latches are released (WRITELOG)"),
     Param("contender_cost_us", "float", 2.7, "us", 0.0, 1_000.0,
-          help="extra hold of a page latch per worker queued for it (cache-line traffic)"),
+          help="extra hold of a page latch per worker queued on it when it is taken (the queue's cost, fitted)"),
     Param("move_row_us", "float", 1.0, "us", 0.0, 10_000.0, help="extra hold per row a mid-page split moves"),
 ) + common_params(schedulers=16)
 
