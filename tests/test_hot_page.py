@@ -207,3 +207,12 @@ def test_latch_percentiles_come_from_the_class_that_waited():
     assert set(stats.index) == {"BUFFER"}
     row = stats.loc["BUFFER"]
     assert 0 < row["p99_wait_ms"] <= row["max_wait_time_ms"] + 1e-9
+
+
+def test_the_queue_cost_fit_refuses_a_rate_the_model_cannot_fall_to():
+    """A capture far slower than the model at the highest queue cost is another bottleneck: a named FitError."""
+    from models.fitting.evidence import FitError
+    values = dict(lpi.SCENARIO.defaults(), inserts_per_session=100)
+    with pytest.raises(FitError, match="fewer than the model inserts"):
+        lpi.queue_cost(values, 10.0)
+    assert lpi.queue_cost(values, 1e9)[0] == 0.0  # faster than the model without any queue cost: no cost

@@ -331,12 +331,11 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     Rows per second from the transactions (one row per call assumed); a row
     waits for the leaf when PAGELATCH_EX counts a wait.  The repairman gives
     the leaf's mean hold per row; less the split's share, it is the row's own
-    work plus what the queue adds.  With a queue (a worker or more waiting on
-    average: the page latch wait time over the interval), the row's work is
-    the assumed batched cost and the rest is the queue's cost per waiter;
-    without one, the hold is the row's work.  The CPU per row from the
-    schedulers less the hold is the call's CPU before it; the rest of the
-    cycle, less the commit's assumed flush, is think time.
+    work plus what the queue adds.  The row's work is assumed (the batched
+    per-row cost) and the queue's cost per waiter is the one at which the
+    model itself inserts the captured rows per second (:func:`queue_cost`).
+    The CPU per row from the schedulers less the hold is the call's CPU before
+    it; the rest of the cycle, less the commit's assumed flush, is think time.
     """
     sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
     calls = snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)
@@ -351,7 +350,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     evidence.check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
-    hold, think_all = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
+    hold, _ = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
     per_page = rows_per_page(setup["row_bytes"])
     work = hold - setup["new_page_us"] / per_page
     queue = wait_us / (snap.interval_s * 1e6)  # workers waiting on a page latch, on average
@@ -359,7 +358,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     before = cpu_row - hold - setup["alloc_us"] / per_page - setup["context_switch_us"] * (1 + p)
     think = sessions / visits_per_s * 1e6 - wait - cpu_row - setup["log_flush_us"] / setup["batch_rows"]
     how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
-           f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: the last page is never free): the repairman and "
+           f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: some rows wait twice, and the page is seldom free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us, {work:,.1f} us less the new page's share "
            f"({setup['new_page_us']:g} us per {per_page} rows)")
     fitted = {"cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
@@ -408,14 +407,18 @@ def queue_cost(values: dict[str, Any], rows_per_s: float, steps: int = 10) -> tu
     """The queue's cost per waiter at which the model at ``values`` inserts ``rows_per_s``, and its rate without it.
 
     The cost feeds itself (a longer hold, a longer queue), so no closed form inverts it: the model is run and
-    the cost bisected (rows/s fall as it grows).  At or under the rate without any cost, the cost is 0; past
-    what MAX_QUEUE_COST_US allows, it is that bound's double, which the fit reports as beyond the model's range.
+    the cost bisected (rows/s fall as it grows).  At or over the rate without any cost, the cost is 0; a rate
+    the model does not fall to even at MAX_QUEUE_COST_US is a FitError that says so.
     """
     at_zero = model_rows_per_s(dict(values, contender_cost_us=0.0))
     if rows_per_s >= at_zero:
         return 0.0, at_zero
-    if model_rows_per_s(dict(values, contender_cost_us=MAX_QUEUE_COST_US)) > rows_per_s:
-        return 2 * MAX_QUEUE_COST_US, at_zero
+    at_most = model_rows_per_s(dict(values, contender_cost_us=MAX_QUEUE_COST_US))
+    if at_most > rows_per_s:
+        raise evidence.FitError(
+            f"the capture's {rows_per_s:,.0f} rows/s are fewer than the model inserts even with a queue cost of "
+            f"{MAX_QUEUE_COST_US:g} us per waiter ({at_most:,.0f} rows/s): something else holds the inserts back "
+            "(another latch, the log, the client), which this model does not have")
     low, high = 0.0, MAX_QUEUE_COST_US
     for _ in range(steps):
         mid = (low + high) / 2
