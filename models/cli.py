@@ -335,7 +335,7 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
     from models.fitting.snapshot import read
 
     if change is not None:
-        whatif.parse_change(change)  # a bad change fails before the fit runs
+        _, value = whatif.parse_change(change)  # a bad change fails before the fit runs
     snap = read(path)
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
@@ -351,10 +351,8 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
             for key in ("throughput", "wait_ms_per_s", "now_throughput", "now_wait_ms_per_s"):
                 band = getattr(prediction, key)
                 out[key] = {"estimate": band.estimate, "low": band.low, "high": band.high}
-            name, value = whatif.parse_change(change)
-            ends = whatif.handoff_band(fitted, snap, name, value).get(name)
+            ends = whatif.gain_band(fitted, snap, prediction, value)
             if ends:
-                ends = (min(ends[0], prediction.ratio), max(ends[1], prediction.ratio))
                 out["gain_band"] = {"low": ends[0], "high": ends[1], "wakeup_us": list(WAKEUP_BAND_US)}
         if as_json:
             print(json.dumps(out, indent=2))

@@ -291,6 +291,19 @@ def handoff_band(fit: Fit, snap: Snapshot, change: str | None = None,
     return band
 
 
+def gain_band(fit: Fit, snap: Snapshot, prediction: Prediction, value: float | None = None
+              ) -> tuple[float, float] | None:
+    """``prediction``'s gain over the wake-up band (:func:`handoff_band`), its own gain included; None without one."""
+    return _holding(handoff_band(fit, snap, prediction.change, value).get(prediction.change), prediction.ratio)
+
+
+def _holding(ends: tuple[float, float] | None, ratio: float) -> tuple[float, float] | None:
+    """The band's ends widened to hold the book's wake-up's own gain ``ratio`` (the band is over both)."""
+    if not ends or not math.isfinite(ratio):
+        return ends
+    return min(ends[0], ratio), max(ends[1], ratio)
+
+
 def _row(change: str, what: str, throughput: Range | None, wait: Range | None, now: Range | None, unit: str,
          note: str, band: tuple[float, float] | None = None) -> dict[str, Any]:
     nan = math.nan
@@ -335,9 +348,7 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
         except ParameterError as err:  # the change would take the fitted model out of its range
             rows.append(_row(change.name, change.what, None, None, None, unit(spec), f"not modelled: {err}"))
             continue
-        ends = band.get(change.name)
-        if ends and math.isfinite(prediction.ratio):  # the band holds the book's wake-up's own gain too
-            ends = (min(ends[0], prediction.ratio), max(ends[1], prediction.ratio))
         rows.append(_row(prediction.change, prediction.what, prediction.throughput, prediction.wait_ms_per_s,
-                         prediction.now_throughput, prediction.unit, prediction.note, ends))
+                         prediction.now_throughput, prediction.unit, prediction.note,
+                         _holding(band.get(change.name), prediction.ratio)))
     return pd.DataFrame(rows)

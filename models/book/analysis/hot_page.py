@@ -67,14 +67,17 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
-from models.calibration import INSERT_CALL_US, INSERT_ROW_US, WAKEUP_BAND_US
+from models.calibration import (
+    INSERT_CALL_US, INSERT_ROW_US, POCHE_BATCH500_US_PER_ROW, POCHE_SERIAL_US_PER_ROW, WAKEUP_BAND_US,
+)
 
 POCHE = {"sessions": 100, "inserts": 1_000, "schedulers": 16,
          "throttled_wall_s": 61.0, "throttled_narrow_s": 12.76, "throttled_narrow_waits_s": 0.185,
          "throttled_wide_s": 41.3, "throttled_wide_waits_s": 14.6,
          "wall_s": 9.7, "narrow_s": 639.0, "narrow_pagelatch_s": 447.0,
          "wide_s": 1_082.0, "wide_pagelatch_s": 730.0,
-         "serial_us_per_row": 23.0, "threads10_us_per_row": 119.0, "batch500_us_per_row": 4.2}
+         "serial_us_per_row": POCHE_SERIAL_US_PER_ROW, "threads10_us_per_row": 119.0,
+         "batch500_us_per_row": POCHE_BATCH500_US_PER_ROW}
 BIONDI = {"sessions": 400, "inserts": 200, "rows": 79_716,
           "identity_s": 46.08, "guid_s": 41.5, "reverse_s": 49.4,
           "identity_latch_pct": 16.0, "identity_pagelatch_pct": 9.0,
