@@ -354,11 +354,11 @@ def _run_with_warnings(name: str, params: dict[str, Any], options: dict[str, Any
 
 
 def _headline(result: Result) -> str:
-    """Elapsed time, throughput with what it counts, and the truncation flag."""
+    """The simulated time the run covered (not how long it took), throughput with what it counts, any truncation."""
     throughput = models.get_scenario(result.scenario).throughput
     rate = f"throughput {throughput.per_s(result):,.1f} {throughput.counts}/s"
     flag = f"  TRUNCATED: {result.truncated_reason}" if result.truncated else ""
-    return f"{result.scenario}: elapsed {result.elapsed_ms:,.3f} ms, {rate}{flag}"
+    return f"{result.scenario}: {result.elapsed_ms:,.3f} ms of simulated time, {rate}{flag}"
 
 
 def _table(title: str, df: pd.DataFrame) -> str:
