@@ -130,7 +130,7 @@ def _widths(rows: list[tuple[str, ...]]) -> list[int]:
 DEFAULT_WIDTH = 100  # columns when the output is not a terminal (a file, a pipe)
 MIN_WIDTH = 40
 BELOW = " " * 6  # the indent of text that goes on the lines below its entry
-MIN_ROOM = 24  # the fewest columns a last column may wrap in beside its entry before it goes below
+MIN_ROOM = 24  # the fewest columns a last column too long to fit may wrap in beside its entry, not below
 
 
 def output_width(stream: Any = None) -> int:
@@ -170,7 +170,7 @@ def _wrapped(rows: list[tuple[str, ...]], width: int, widths: list[int] | None =
     for row, extra in zip(body, below):
         *lead, last = row
         head = "  " + "".join(cell.ljust(w) + "  " for cell, w in zip(lead, widths))
-        if width - len(head) >= MIN_ROOM:
+        if width - len(head) >= min(MIN_ROOM, len(last)):  # it fits beside, or wraps in room enough
             lines += _wrap(last, width, head, " " * len(head))
         else:  # too narrow beside the entry: the leading cells on one line, the rest below
             lines += _wrap("  ".join(cell for cell in lead if cell), width, "  ", BELOW)
@@ -414,12 +414,20 @@ def _number_text(x: Any, unit: str) -> str:
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
 
-def fit_text(f: Any) -> str:
-    """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined."""
+def _columns(rows: list[tuple[str, ...]], width: int | None) -> list[str]:
+    """``rows`` aligned on one line each (``width`` None), or wrapped to ``width`` with the last column below."""
+    return _aligned(rows) if width is None else _wrapped(rows, width, last_below=True)
+
+
+def fit_text(f: Any, width: int | None = None) -> str:
+    """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined.
+
+    ``width`` wraps it to that many columns (the command line's terminal); None keeps each entry on one line.
+    """
     lines = [f"diagnosis: {f.diagnosis.name}" + (f" -> scenario {f.scenario}" if f.scenario else ""), "evidence:"]
     lines += [f"  - {e}" for e in f.diagnosis.evidence]
     if f.scenario is None:
-        return "\n".join(lines) + "\n"
+        return _reflowed("\n".join(lines) + "\n", width)
     lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     lines.append(f"  ({f.ranges})")
@@ -427,19 +435,27 @@ def fit_text(f: Any) -> str:
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
-    lines += _aligned(rows)
+    lines += _columns(rows, width)
     if f.misfit:
         lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
         lines += [f"  - {text}" for text in f.misfit]
     if f.undetermined:
         lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
-        lines += _aligned([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
-                           for u in f.undetermined])
-    return "\n".join(lines) + "\n"
+        lines += _columns([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
+                           for u in f.undetermined], width)
+    return _reflowed("\n".join(lines) + "\n", width)
 
 
-def whatif_text(table: pd.DataFrame) -> str:
-    """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not."""
+def _reflowed(text: str, width: int | None) -> str:
+    """``text`` as it is (``width`` None), or with its long lines wrapped (:func:`reflow`)."""
+    return text if width is None else reflow(text, width)
+
+
+def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
+    """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not.
+
+    ``width`` wraps it to that many columns, each change's description below its figures.
+    """
     from models.fitting.whatif import figure
 
     applies = table[table["throughput"].notna()]
@@ -450,12 +466,13 @@ def whatif_text(table: pd.DataFrame) -> str:
              f"x{r.vs_now:.2f}", *([f"band x{r.band_low:.2f} to x{r.band_high:.2f}" if r.band_low == r.band_low
                                     else "" ] if banded else []),
              f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
-    lines += _aligned(rows)
+    lines += _columns(rows, width)
     skipped = table[table["throughput"].isna()]
     if len(skipped):
         lines.append("not applicable:")
-        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()])
-    return "\n".join(lines) + "\n"
+        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()]) if width is None else \
+            _wrapped([(r.change, r.note) for r in skipped.itertuples()], width)
+    return _reflowed("\n".join(lines) + "\n", width)
 
 
 def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
@@ -482,7 +499,7 @@ def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | Non
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
     fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
-    print(fitted.to_json() if as_json else reflow(fit_text(fitted), output_width()), end="\n" if as_json else "")
+    print(fitted.to_json() if as_json else fit_text(fitted, output_width()), end="\n" if as_json else "")
 
 
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
@@ -530,7 +547,7 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
     if as_json:
         print(table.to_json(orient="records", indent=2))
         return
-    print(reflow(whatif_text(table), output_width()), end="")
+    print(whatif_text(table, output_width()), end="")
 
 
 class _Parser(argparse.ArgumentParser):
