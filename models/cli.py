@@ -695,6 +695,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     (argparse alone hands a subcommand's unknown option up to the top-level parser, whose usage
     does not show the subcommand's options.)
     """
+    if not argv:  # no command: what each one does, rather than only that one is required
+        parser.print_help(sys.stderr)
+        raise SystemExit(2)
     args, extras = parser.parse_known_args(argv)
     if not extras:
         return args

@@ -343,3 +343,9 @@ def test_after_warm_a_first_run_loads_every_kernel_from_the_cache(tmp_path):
     assert "loop.run_events" in report["loaded"], report
     again = subprocess.run([sys.executable, "-m", "models", "warm"], capture_output=True, text=True, env=env)
     assert again.returncode == 0 and "0 kernels compiled" in again.stderr, again.stderr  # idempotent
+
+
+def test_no_command_shows_every_command(capsys):
+    code, out, err = run_main(capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("usage: python -m models") and all(f"    {c} " in err for c in ("list", "run", "warm", "fit"))
