@@ -703,7 +703,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         return args
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     at = argv.index(args.command) if args.command in argv else -1
-    owner = commands[args.command] if argv.index(extras[0]) > at else parser
+    last = len(argv) - 1 - argv[::-1].index(extras[-1])  # where the last extra was given
+    owner = commands[args.command] if last > at else parser
     options = [o for action in owner._actions for o in action.option_strings if o.startswith("--")]
     unknown = [e for e in extras if e.startswith("-")]
     if unknown:
