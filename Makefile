@@ -1,4 +1,5 @@
 # Latch contention, modelled: build the book, run the tests, open the notebooks.
+#   make install create .venv, install the pinned requirements, and compile the engine's cache (once)
 #   make book    build the static site from clean into _build/html (offline)
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
@@ -20,10 +21,12 @@ JOBS ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help install system-deps vendor book test lab sweep execute clean
+.PHONY: help install warm system-deps vendor book test lab sweep execute clean
 
 help:
-	@sed -n '2,8p' Makefile | sed 's/^# *//'
+	@sed -n '2,9p' Makefile | sed 's/^# *//'
+
+warm: install
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +37,10 @@ $(INSTALLED): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --no-deps -e .
 	touch $@
 
+# Then the engine's compiled cache (models/engine/__pycache__): about 30 s the first time and after an
+# edit of models/engine/, a second or two otherwise, so that no run, notebook or test waits for numba.
 install: $(INSTALLED)
+	$(PY) -m models warm
 
 # Debian packages: chromium for the browser tests, npm for vendoring MathJax (only if missing).
 system-deps:

@@ -1,7 +1,8 @@
-"""Command line: list scenarios, run one, or precompute a sweep for the book.
+"""Command line: run the book's models, fit them to a server's snapshot, and precompute the book's data.
 
     python -m models list [--json]
     python -m models run SCENARIO name=value ... [--json]
+    python -m models warm
     python -m models sweep NAME [--jobs N | --dask ADDRESS] [--quick]
     python -m models snapshot SCENARIO name=value ... [--interval-s S] [--start-s T] [--no-xevents]
     python -m models fit SNAPSHOT.csv [--json] [--scenario NAME] [--assume name=value ...]
@@ -19,7 +20,10 @@ import difflib
 import inspect
 import json
 import os
+import shutil
 import sys
+import textwrap
+import time
 import warnings
 from typing import Any, Callable
 
@@ -31,7 +35,9 @@ from models.params import RUN_OPTIONS, Param, ParameterError
 from models.result import Result
 from models.scenarios.base import Scenario
 
-COMPILING = "compiling the engine (first run only)..."
+COMPILING = ("compiling the engine (about 30 s, once; `python -m models warm`, which `make install` runs, "
+             "does it ahead)...")
+WARM_EVENTS = 2_000  # events each scenario runs to warm the cache: enough to reach every compiled kernel
 
 # models.run's other keywords, refused by name: the scenario is named before the assignments, and
 # progress takes a Python function.
@@ -95,9 +101,12 @@ def parse(spec: Scenario, items: list[str]) -> tuple[dict[str, str], dict[str, s
 
 
 def _default_text(p: Param) -> str:
-    """``default VALUE UNIT``, as the list shows it."""
+    """``default VALUE UNIT``, as the list shows it (a large whole number with thousands separators)."""
     unit = f" {p.unit}" if p.unit and p.kind != "choice" else ""
-    return f"default {p.default!r}{unit}"
+    value = p.default
+    large = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10_000
+    shown = f"{value:,.0f}" if large and float(value).is_integer() else repr(value)
+    return f"default {shown}{unit}"
 
 
 def _rows(entries: tuple[Param, ...]) -> list[tuple[str, ...]]:
@@ -118,17 +127,92 @@ def _widths(rows: list[tuple[str, ...]]) -> list[int]:
     return [max(len(row[k]) for row in rows) for k in range(len(rows[0]) - 1)]
 
 
-def _list_text() -> str:
-    """Every scenario with its parameters, then the run options; one set of column widths throughout."""
+DEFAULT_WIDTH = 100  # columns when the output is not a terminal (a file, a pipe)
+MIN_WIDTH = 40
+BELOW = " " * 6  # the indent of text that goes on the lines below its entry
+MIN_ROOM = 24  # the fewest columns a last column too long to fit may wrap in beside its entry, not below
+
+
+def output_width(stream: Any = None) -> int:
+    """The columns text is wrapped to: $COLUMNS if set, else the terminal's width, else DEFAULT_WIDTH."""
+    stream = stream or sys.stdout
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), MIN_WIDTH)
+    try:
+        if stream.isatty():
+            return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, MIN_WIDTH)
+    except (AttributeError, OSError, ValueError):  # a closed or replaced stream
+        pass
+    return DEFAULT_WIDTH
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """``text`` wrapped to ``width`` after the indent ``first``, then ``rest``; never inside a word or at a hyphen."""
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _wrapped(rows: list[tuple[str, ...]], width: int, widths: list[int] | None = None, *,
+             last_below: bool = False) -> list[str]:
+    """``rows`` as lines of at most ``width`` columns (a word longer than the room excepted).
+
+    The leading columns are aligned (to ``widths`` if given); the last is wrapped in the room to their
+    right, or on indented lines below when the room is narrow.  With ``last_below`` each row's last
+    column always goes on the lines below, and the one before it is the one wrapped beside the others.
+    """
+    if not rows:
+        return []
+    below = [row[-1] for row in rows] if last_below else [""] * len(rows)
+    body = [row[:-1] for row in rows] if last_below else rows
+    widths = widths or _widths(body)
+    lines: list[str] = []
+    for row, extra in zip(body, below):
+        *lead, last = row
+        head = "  " + "".join(cell.ljust(w) + "  " for cell, w in zip(lead, widths))
+        if width - len(head) >= min(MIN_ROOM, len(last)):  # it fits beside, or wraps in room enough
+            lines += _wrap(last, width, head, " " * len(head))
+        else:  # too narrow beside the entry: the leading cells on one line, the rest below
+            lines += _wrap("  ".join(cell for cell in lead if cell), width, "  ", BELOW)
+            lines += _wrap(last, width, BELOW, BELOW)
+        if extra:
+            lines += _wrap(extra, width, BELOW, BELOW)
+    return lines
+
+
+def reflow(text: str, width: int) -> str:
+    """``text`` with each line longer than ``width`` wrapped, its continuation indented under its own text.
+
+    A line ``  - item`` continues under ``item``; any other indented line four columns in from its indent.
+    """
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        bullet = "- " if line.lstrip().startswith("- ") else ""
+        rest = " " * (len(indent) + (len(bullet) or 4))
+        out += _wrap(line.strip(), width, indent, rest)
+    return "\n".join(out)
+
+
+def _list_text(width: int = DEFAULT_WIDTH) -> str:
+    """Every scenario with its parameters, then the run options, wrapped to ``width`` columns.
+
+    Each entry is one line (name, default, allowed values) with its meaning on the indented lines below;
+    the columns line up across every section.
+    """
     catalogue = models.scenarios()
     sections = [(f"{name}: {s.doc}", _rows(s.params)) for name, s in catalogue.items()]
     sections.append(("run options (any scenario, set like a parameter):", _rows(RUN_OPTIONS)))
-    widths = _widths([row for _, rows in sections for row in rows])
-    return "\n\n".join("\n".join([title, *_aligned(rows, widths)]) for title, rows in sections) + "\n"
+    widths = _widths([row[:-1] for _, rows in sections for row in rows])
+    return "\n\n".join("\n".join([*_wrap(title, width, "", ""), *_wrapped(rows, width, widths, last_below=True)])
+                       for title, rows in sections) + "\n"
 
 
 def _list(as_json: bool) -> None:
-    """Print the catalogue: aligned text, or the scenarios and their parameters as JSON."""
+    """Print the catalogue: text wrapped to the terminal, or the scenarios and their parameters as JSON."""
     if as_json:
         out = {name: {"doc": s.doc, "params": [
             {"name": p.name, "kind": p.kind, "default": p.default, "unit": p.unit, "low": p.low,
@@ -136,14 +220,29 @@ def _list(as_json: bool) -> None:
             for p in s.params]} for name, s in models.scenarios().items()}
         print(json.dumps(out, indent=2))
         return
-    print(_list_text())
+    print(_list_text(output_width()))
 
 
 def _run_epilog() -> str:
     """The run options and the scenarios, for ``run --help``."""
+    width = output_width()
     scenarios = [(name, s.doc) for name, s in models.scenarios().items()]
-    return "\n".join(["run options (any scenario, set like a parameter):", *_aligned(_rows(RUN_OPTIONS)), "",
-                      "scenarios (python -m models list shows each one's parameters):", *_aligned(scenarios)])
+    return "\n".join(["run options (any scenario, set like a parameter):",
+                      *_wrapped(_rows(RUN_OPTIONS), width, last_below=True), "",
+                      "scenarios (python -m models list shows each one's parameters):", *_wrapped(scenarios, width)])
+
+
+def _sweep_epilog() -> str:
+    """Every sweep and study with its size and the first line of its description, for ``sweep --help``."""
+    from models.book.sweep import studies, sweeps, tasks
+
+    def first_line(doc: str) -> str:
+        return (doc.strip().splitlines() or [""])[0]
+
+    rows = [(name, f"{len(tasks(grid)):,} runs", first_line(grid.doc)) for name, grid in sweeps().items()]
+    rows += [(name, "study", first_line(study.doc)) for name, study in studies().items()]
+    return "\n".join(["sweeps (grids of runs) and studies, from models/book/sweeps/:",
+                      *_wrapped(sorted(rows), output_width())])
 
 
 # ----------------------------------------------------------------------------- run
@@ -171,6 +270,65 @@ def engine_cache_is_cold() -> bool:
         return False
 
 
+def engine_kernels() -> dict[str, Any]:
+    """Every compiled kernel (numba dispatcher) defined in models/engine/, by ``module.name``."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import models.engine
+
+    found = {}
+    for info in pkgutil.iter_modules(models.engine.__path__):
+        module = importlib.import_module(f"models.engine.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
+                found[f"{info.name}.{name}"] = value
+    return found
+
+
+def cache_counts() -> tuple[int, int]:
+    """(kernels loaded from numba's cache, kernels compiled) in this process so far, over the whole engine."""
+    kernels = engine_kernels().values()
+    return (sum(sum(k.stats.cache_hits.values()) for k in kernels),
+            sum(sum(k.stats.cache_misses.values()) for k in kernels))
+
+
+def engine_cache_dir() -> str:
+    """Where numba keeps the engine's compiled kernels (models/engine/__pycache__, or NUMBA_CACHE_DIR)."""
+    from models.engine.loop import run_events
+
+    try:
+        return run_events._cache._cache_path  # numba's private API: any surprise falls back to the rule
+    except AttributeError:
+        return os.environ.get("NUMBA_CACHE_DIR") or "models/engine/__pycache__"
+
+
+def warm(out: Any = None) -> tuple[int, int]:
+    """Compile the engine into numba's cache, or load it from there: a tiny run of every scenario.
+
+    Idempotent: on a warm cache it only loads (about a second).  Says what it does on ``out``
+    (stderr by default), one line per scenario, and returns :func:`cache_counts`.
+    """
+    out = out or sys.stderr
+    start = time.monotonic()
+    cold = engine_cache_is_cold()
+    print(f"engine cache ({engine_cache_dir()}): " + ("cold, compiling the engine (about 30 s, once per machine "
+          "and per edit of models/engine/)" if cold else "checking every scenario loads from it"), file=out, flush=True)
+    for name in models.scenarios():
+        began = time.monotonic()
+        print(f"  {name} ...", end="", file=out, flush=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a run cut at WARM_EVENTS is truncated on purpose
+            models.run(name, max_events=WARM_EVENTS)
+        print(f" {time.monotonic() - began:.1f} s", file=out, flush=True)
+    loaded, compiled = cache_counts()
+    print(f"engine cache warm in {time.monotonic() - start:.1f} s: {compiled} kernels compiled and cached, "
+          f"{loaded} loaded from the cache", file=out, flush=True)
+    return loaded, compiled
+
+
 def _say_compiling_once(cold: bool) -> Callable[[float], None]:
     """A progress callback that says, when the checked run starts, that the engine compiles (if its cache is cold)."""
     said = [not cold]
@@ -196,11 +354,11 @@ def _run_with_warnings(name: str, params: dict[str, Any], options: dict[str, Any
 
 
 def _headline(result: Result) -> str:
-    """Elapsed time, throughput with what it counts, and the truncation flag."""
+    """The simulated time the run covered (not how long it took), throughput with what it counts, any truncation."""
     throughput = models.get_scenario(result.scenario).throughput
     rate = f"throughput {throughput.per_s(result):,.1f} {throughput.counts}/s"
     flag = f"  TRUNCATED: {result.truncated_reason}" if result.truncated else ""
-    return f"{result.scenario}: elapsed {result.elapsed_ms:,.3f} ms, {rate}{flag}"
+    return f"{result.scenario}: {result.elapsed_ms:,.3f} ms of simulated time, {rate}{flag}"
 
 
 def _table(title: str, df: pd.DataFrame) -> str:
@@ -256,12 +414,20 @@ def _number_text(x: Any, unit: str) -> str:
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
 
-def fit_text(f: Any) -> str:
-    """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined."""
+def _columns(rows: list[tuple[str, ...]], width: int | None) -> list[str]:
+    """``rows`` aligned on one line each (``width`` None), or wrapped to ``width`` with the last column below."""
+    return _aligned(rows) if width is None else _wrapped(rows, width, last_below=True)
+
+
+def fit_text(f: Any, width: int | None = None) -> str:
+    """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined.
+
+    ``width`` wraps it to that many columns (the command line's terminal); None keeps each entry on one line.
+    """
     lines = [f"diagnosis: {f.diagnosis.name}" + (f" -> scenario {f.scenario}" if f.scenario else ""), "evidence:"]
     lines += [f"  - {e}" for e in f.diagnosis.evidence]
     if f.scenario is None:
-        return "\n".join(lines) + "\n"
+        return _reflowed("\n".join(lines) + "\n", width)
     lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     lines.append(f"  ({f.ranges})")
@@ -269,19 +435,27 @@ def fit_text(f: Any) -> str:
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
-    lines += _aligned(rows)
+    lines += _columns(rows, width)
     if f.misfit:
         lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
         lines += [f"  - {text}" for text in f.misfit]
     if f.undetermined:
         lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
-        lines += _aligned([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
-                           for u in f.undetermined])
-    return "\n".join(lines) + "\n"
+        lines += _columns([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
+                           for u in f.undetermined], width)
+    return _reflowed("\n".join(lines) + "\n", width)
 
 
-def whatif_text(table: pd.DataFrame) -> str:
-    """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not."""
+def _reflowed(text: str, width: int | None) -> str:
+    """``text`` as it is (``width`` None), or with its long lines wrapped (:func:`reflow`)."""
+    return text if width is None else reflow(text, width)
+
+
+def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
+    """The what-if table as text: the fitted model now, each change's throughput and wait with ranges, or why not.
+
+    ``width`` wraps it to that many columns, each change's description below its figures.
+    """
     from models.fitting.whatif import figure
 
     applies = table[table["throughput"].notna()]
@@ -292,12 +466,13 @@ def whatif_text(table: pd.DataFrame) -> str:
              f"x{r.vs_now:.2f}", *([f"band x{r.band_low:.2f} to x{r.band_high:.2f}" if r.band_low == r.band_low
                                     else "" ] if banded else []),
              f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
-    lines += _aligned(rows)
+    lines += _columns(rows, width)
     skipped = table[table["throughput"].isna()]
     if len(skipped):
         lines.append("not applicable:")
-        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()])
-    return "\n".join(lines) + "\n"
+        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()]) if width is None else \
+            _wrapped([(r.change, r.note) for r in skipped.itertuples()], width)
+    return _reflowed("\n".join(lines) + "\n", width)
 
 
 def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
@@ -324,7 +499,7 @@ def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | Non
     if engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
     fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
-    print(fitted.to_json() if as_json else fit_text(fitted), end="\n" if as_json else "")
+    print(fitted.to_json() if as_json else fit_text(fitted, output_width()), end="\n" if as_json else "")
 
 
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
@@ -357,34 +532,57 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
         if as_json:
             print(json.dumps(out, indent=2))
         elif prediction.applies:
-            print(f"{prediction.change}: {prediction.what}\n  sets {', '.join(f'{k}={v}' for k, v in prediction.sets.items())}\n"
-                  f"  throughput {prediction.throughput} {prediction.unit} (now {prediction.now_throughput}), x{prediction.ratio:.2f}\n"
-                  f"  {prediction.wait_type} wait {prediction.wait_ms_per_s} ms/s (now {prediction.now_wait_ms_per_s})"
-                  + (f"\n  gain x{ends[0]:.2f} to x{ends[1]:.2f} with the assumed wake-up refitted at "
-                     f"{WAKEUP_BAND_US[0]:g} and {WAKEUP_BAND_US[1]:g} us" if ends else "")
-                  + (f"\n  {prediction.note}" if prediction.note else ""))
+            print(reflow(f"{prediction.change}: {prediction.what}\n"
+                         f"  sets {', '.join(f'{k}={v}' for k, v in prediction.sets.items())}\n"
+                         f"  throughput {prediction.throughput} {prediction.unit} (now {prediction.now_throughput}), "
+                         f"x{prediction.ratio:.2f}\n"
+                         f"  {prediction.wait_type} wait {prediction.wait_ms_per_s} ms/s (now {prediction.now_wait_ms_per_s})"
+                         + (f"\n  gain x{ends[0]:.2f} to x{ends[1]:.2f} with the assumed wake-up refitted at "
+                            f"{WAKEUP_BAND_US[0]:g} and {WAKEUP_BAND_US[1]:g} us" if ends else "")
+                         + (f"\n  {prediction.note}" if prediction.note else ""), output_width()))
         else:
-            print(f"{prediction.change}: not applicable: {prediction.note}")
+            print(reflow(f"{prediction.change}: not applicable: {prediction.note}", output_width()))
         return
     table = whatif.table(fitted, snap)
     if as_json:
         print(table.to_json(orient="records", indent=2))
         return
-    print(whatif_text(table), end="")
+    print(whatif_text(table, output_width()), end="")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, except that a failed write of help or usage is raised, not dropped (a full disk)."""
+    """argparse's parser, except that a failed write of help or usage is raised, not dropped (a full disk),
+    and an epilog may be a function, called only when the help is shown (``sweep``'s imports every sweep)."""
+
+    epilog_from: Callable[[], str] | None = None
 
     def _print_message(self, message: str, file: Any = None) -> None:
         if message:
             (file or sys.stderr).write(message)
 
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
+TOP_EPILOG = """\
+a first run compiles the engine (about 30 s, once per machine and per edit of models/engine/);
+`python -m models warm` does it ahead, and `make install` (so `make book`, `make test`) runs it.
+
+examples:
+  python -m models list
+  python -m models run convoy arrival_rate_per_s=400 hold_ms=2
+  python -m models fit book/data/example_snapshot.csv
+  python -m models whatif book/data/example_snapshot.csv batch=50
+each command's --help says more (python -m models run --help)."""
+
 
 def _parser() -> argparse.ArgumentParser:
-    """The parser of the three commands; ``run --help`` lists the run options and the scenarios."""
-    parser = _Parser(prog="python -m models", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The parser of every command; ``run --help`` lists the run options and the scenarios, ``sweep --help`` the sweeps."""
+    parser = _Parser(prog="python -m models", description=__doc__.splitlines()[0], epilog=TOP_EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p_list = sub.add_parser("list", help="list scenarios, their parameters and the run options")
     p_list.add_argument("--json", action="store_true", help="the scenarios and their parameters as JSON")
     p_run = sub.add_parser("run", help="run a scenario and print DMV-shaped tables",
@@ -395,8 +593,16 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("params", nargs="*", metavar="name=value",
                        help="a parameter of the scenario or a run option, each at most once")
     p_run.add_argument("--json", action="store_true", help="print the result as JSON instead of tables")
-    p_sweep = sub.add_parser("sweep", help="precompute a sweep (or a study) into book/data/NAME.csv")
-    p_sweep.add_argument("name")
+    sub.add_parser("warm", help="compile the engine into its cache now, so that no later run waits for it",
+                            description="Compile the engine's kernels into numba's cache (models/engine/__pycache__), "
+                                        "or check that every scenario loads them from there: a tiny run of each. "
+                                        "About 30 s the first time, a second or two after; `make install` runs it.")
+    p_sweep = sub.add_parser("sweep", help="precompute a sweep (or a study) into book/data/NAME.csv",
+                             description="Run the sweep (a grid of replicated runs) or study NAME and write "
+                                         "book/data/NAME.csv, whole.",
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    p_sweep.epilog_from = _sweep_epilog
+    p_sweep.add_argument("name", metavar="NAME", help="a sweep or study listed below")
     p_sweep.add_argument("--quick", action="store_true", help="a study's smaller version (a grid refuses it)")
     where = p_sweep.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -456,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         try:
-            args = _parser().parse_args(argv)
+            args = _parse(_parser(), sys.argv[1:] if argv is None else list(argv))
         except SystemExit as done:  # --help and argparse's own usage errors: still flushed, so a full disk shows
             sys.stdout.flush()
             return done.code if isinstance(done.code, int) else 2
@@ -483,6 +689,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; an argument no command takes is refused by the command it was given to, with its usage.
+
+    (argparse alone hands a subcommand's unknown option up to the top-level parser, whose usage
+    does not show the subcommand's options.)
+    """
+    if not argv:  # no command: what each one does, rather than only that one is required
+        parser.print_help(sys.stderr)
+        raise SystemExit(2)
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    at = argv.index(args.command) if args.command in argv else -1
+    last = len(argv) - 1 - argv[::-1].index(extras[-1])  # where the last extra was given
+    owner = commands[args.command] if last > at else parser
+    options = [o for action in owner._actions for o in action.option_strings if o.startswith("--")]
+    unknown = [e for e in extras if e.startswith("-")]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
+        hint = f": did you mean {close[0]}?" if close else f": {owner.prog} takes {', '.join(options)}"
+        owner.error(f"unknown option {unknown[0]}{hint}")
+    owner.error(f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}")
+    raise AssertionError("argparse's error() exits")  # pragma: no cover
+
+
 def _command(args: argparse.Namespace) -> None:
     """Carry out the parsed command."""
     if args.command == "list":
@@ -495,9 +727,13 @@ def _command(args: argparse.Namespace) -> None:
         _fit(args.snapshot, args.json, args.scenario, args.assume)
     elif args.command == "whatif":
         _whatif(args.snapshot, args.change, args.json, args.scenario, args.assume)
+    elif args.command == "warm":
+        warm()
     else:
-        from models.book.sweep import write_sweep
+        from models.book.sweep import studies, sweeps, write_sweep
 
+        if args.dask is None and args.name in {*sweeps(), *studies()} and engine_cache_is_cold():
+            warm()  # compiled once, here, rather than in every worker process at once
         for path in write_sweep(args.name, jobs=args.jobs, dask=args.dask, quick=args.quick):
             print(path)
 

@@ -97,18 +97,30 @@ def test_every_keyword_of_models_run_is_a_listed_run_option_or_refused(capsys):
             assert code == 2 and f"{name}='1' is refused: {name!r}" in err
 
 
+def _entry(text: str, name: str) -> str:
+    """The entry of ``name`` in wrapped list or help text: its line and the indented lines below, joined."""
+    lines = text.splitlines()
+    at = next(k for k, ln in enumerate(lines) if ln.split()[:1] == [name])
+    below = []
+    for line in lines[at + 1:]:
+        if not line.startswith(cli_module.BELOW) and not line.startswith(" " * 8):
+            break
+        below.append(line.strip())
+    return " ".join([lines[at].strip(), *below])
+
+
 def test_run_options_are_in_list_and_run_help(capsys):
     _, listed, _ = run_main(capsys, "list")
     options = listed.split("run options (any scenario, set like a parameter):\n")[1]
     assert main(["run", "--help"]) == 0  # argparse's exit, returned as an exit code after stdout is flushed
     helped = capsys.readouterr().out
     for option in RUN_OPTIONS:
-        for text in (options, helped):
-            line = next(ln for ln in text.splitlines() if ln.split()[:1] == [option.name])
-            assert option.allowed() in line and option.help in line
+        for text in (options, helped.split("run options (any scenario")[1]):
+            entry = _entry(text, option.name)
+            assert option.allowed() in entry and option.help in entry
     assert "python -m models list" in helped
     for name, spec in models.scenarios().items():
-        assert any(ln.split() == [name, *spec.doc.split()] for ln in helped.splitlines()), name
+        assert _entry(helped, name).split() == [name, *spec.doc.split()], name
 
 
 def test_run_option_ranges_are_the_ones_models_run_checks():
@@ -153,15 +165,59 @@ def test_integer_bounds_print_in_full(capsys):
     assert "2,147,483,647" in listed and not re.search(r"\de[+-]\d", listed)
 
 
+def _sections(listed: str) -> list[tuple[tuple, str]]:
+    """Each scenario's parameters (then the run options) with its section of the list."""
+    sections = listed.strip("\n").split("\n\n")
+    owners = [spec.params for spec in models.scenarios().values()] + [RUN_OPTIONS]
+    assert len(sections) == len(owners)
+    return list(zip(owners, sections))
+
+
 def test_list_columns_are_aligned(capsys):
     _, listed, _ = run_main(capsys, "list")
-    lines = listed.splitlines()
-    entries = [p for spec in models.scenarios().values() for p in spec.params] + list(RUN_OPTIONS)
     starts = set()
-    for p in entries:
-        line = next(ln for ln in lines if ln.split()[:1] == [p.name] and p.allowed() in ln and p.help in ln)
-        starts.add((line.index(p.name), line.index("default "), line.index(p.allowed()), len(line) - len(p.help)))
+    for params, section in _sections(listed):
+        for p in params:
+            line = next(ln for ln in section.splitlines() if ln.split()[:2] == [p.name, "default"])
+            default = line.index("default ")
+            starts.add((line.index(p.name), default, line.index(" ".join(p.allowed().split()[:2]), default + 9)))
     assert len(starts) == 1, sorted(starts)
+
+
+@pytest.mark.parametrize("columns", [None, "80", "60"])
+def test_list_fits_the_width_and_keeps_every_word(capsys, monkeypatch, columns):
+    """Not a terminal: 100 columns, or $COLUMNS; every entry still says its default, allowed values and meaning."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or cli_module.DEFAULT_WIDTH)
+    _, listed, _ = run_main(capsys, "list")
+    longest = max(listed.splitlines(), key=len)
+    assert len(longest) <= width, longest
+    for (params, section), (name, spec) in zip(_sections(listed), [*models.scenarios().items(), (None, None)]):
+        if spec is not None:
+            assert " ".join(section.split()).startswith(" ".join(f"{name}: {spec.doc}".split()))
+        for p in params:
+            entry = _entry(section, p.name)
+            for part in (cli_module._default_text(p), p.allowed(), p.help):
+                assert " ".join(part.split()) in entry, (p.name, part)
+
+
+def test_reflow_keeps_short_lines_and_wraps_long_ones_under_their_text():
+    text = "short\n  - " + "word " * 40 + "\n  name  " + "more " * 40
+    out = cli_module.reflow(text, 60).splitlines()
+    assert out[0] == "short" and all(len(line) <= 60 for line in out)
+    assert out[1].startswith("  - word") and out[2].startswith("    word")  # a bullet continues under its text
+    assert " ".join(cli_module.reflow(text, 60).split()) == " ".join(text.split())
+
+
+def test_fit_and_whatif_print_within_the_width(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, out, err = run_main(capsys, "fit", "book/data/example_snapshot.csv")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= cli_module.DEFAULT_WIDTH
+    assert "Student t with 5 degrees of freedom" in " ".join(out.split())
 
 
 def test_bare_run_asks_for_the_scenario(capsys):
@@ -215,3 +271,81 @@ def test_cold_cache_detection_reads_numbas_cache(tmp_path):
 def test_a_pipe_closed_early_is_not_a_traceback():
     run = subprocess.run(f"{sys.executable} -m models list | head -1", shell=True, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() and "Traceback" not in run.stderr
+
+
+def test_a_subcommands_unknown_option_gets_its_usage_and_names_the_option(capsys):
+    code, out, err = run_main(capsys, "run", "convoy", "--jsn")
+    assert code == 2 and out == ""
+    assert err.startswith("usage: python -m models run ")  # run's usage, not the top level's
+    assert "unknown option --jsn: did you mean --json?" in err
+    code, _, err = run_main(capsys, "sweep", "convoy", "--jbos", "2")
+    assert code == 2 and err.startswith("usage: python -m models sweep ") and "unknown option --jbos: did you mean --jobs?" in err
+    code, _, err = run_main(capsys, "list", "extra")
+    assert code == 2 and err.startswith("usage: python -m models list ") and "unexpected argument extra" in err
+    code, _, err = run_main(capsys, "--verbose", "list")  # before the command: the top level's own
+    assert code == 2 and err.startswith("usage: python -m models [-h]") and "--verbose" in err
+
+
+def test_sweep_help_lists_every_sweep_and_study_from_their_definitions(capsys):
+    from models.book.sweep import studies, sweeps, tasks
+
+    assert main(["sweep", "--help"]) == 0
+    helped = capsys.readouterr().out
+    for name, grid in sweeps().items():
+        entry = _entry(helped, name)
+        assert f"{len(tasks(grid)):,} runs" in entry and grid.doc.strip().splitlines()[0] in entry, name
+    for name, study in studies().items():
+        assert study.doc.strip().splitlines()[0] in _entry(helped, name), name
+    assert max(len(line) for line in helped.splitlines()) <= 100
+
+
+def test_top_level_help_names_every_command_and_the_warm_up(capsys):
+    assert main(["--help"]) == 0
+    helped = capsys.readouterr().out
+    for command in ("list", "run", "warm", "sweep", "snapshot", "fit", "whatif"):
+        assert re.search(rf"^    {command} ", helped, re.M), command
+    assert "python -m models warm" in helped
+
+
+def test_whatif_with_a_value_says_the_value_asked_for(capsys):
+    code, out, err = run_main(capsys, "whatif", "book/data/example_snapshot.csv", "batch=50")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("batch: ") and "50" in first and "10 rows" not in first, first
+    assert "sets batch_rows=50" in out
+
+
+WARM_CHECK = """
+import json, sys
+from models.cli import cache_counts, engine_kernels, main
+code = main(["run", "convoy", "--json"])
+kernels = engine_kernels()
+print(json.dumps({"code": code, "counts": cache_counts(),
+                  "compiled": sorted(n for n, k in kernels.items() if k.stats.cache_misses),
+                  "loaded": sorted(n for n, k in kernels.items() if k.stats.cache_hits)}), file=sys.stderr)
+"""
+
+
+def test_after_warm_a_first_run_loads_every_kernel_from_the_cache(tmp_path):
+    """`python -m models warm` in an empty cache compiles; a new process's run then compiles nothing."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    warmed = subprocess.run([sys.executable, "-m", "models", "warm"], capture_output=True, text=True, env=env)
+    assert warmed.returncode == 0, warmed.stderr
+    assert str(tmp_path) in warmed.stderr and "cold, compiling" in warmed.stderr
+    assert all(f"  {name} ..." in warmed.stderr for name in models.scenarios())
+    compiled = int(re.search(r"(\d+) kernels compiled", warmed.stderr).group(1))
+    assert compiled > 20  # the whole event loop's call tree, not one kernel
+    run = subprocess.run([sys.executable, "-c", WARM_CHECK], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0 and COMPILING not in run.stderr
+    assert report["compiled"] == [] and report["counts"][1] == 0, report
+    assert "loop.run_events" in report["loaded"], report
+    again = subprocess.run([sys.executable, "-m", "models", "warm"], capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and "0 kernels compiled" in again.stderr, again.stderr  # idempotent
+
+
+def test_no_command_shows_every_command(capsys):
+    code, out, err = run_main(capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("usage: python -m models") and all(f"    {c} " in err for c in ("list", "run", "warm", "fit"))
