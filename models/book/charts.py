@@ -114,7 +114,7 @@ MAX_RADIO = 4  # a slider column with at most this many values becomes radio but
 LEGEND_ROW_CHARS = 48  # a legend under a chart: at most this many characters of labels per row (a phone's column)
 RULE_LABEL_PLACES = ("left", "right", "left-below", "right-below")  # where a reference rule's label goes
 READOUT_LINE_PX = 15  # an explorer's 'Showing:' readout: one line of this height per input
-READOUT_NAME_CHARS = 20  # a readout's input name longer than this puts its value on the next line
+READOUT_LINE_CHARS = 22  # the longest line of an explorer's readout (characters): it fits a phone's panel
 # Abbreviated words in column names, spelled out for labels ('hold_dist' -> 'hold distribution').
 _SPELLED = {"dist": "distribution", "cpu": "CPU", "os": "OS", "lpim": "LPIM", "adr": "ADR", "mb": "MB", "dop": "DOP"}
 _SUFFIX_UNITS = (("_per_s", "per second"), ("_ms", "ms"), ("_us", "µs"), ("_count", "count"))
@@ -523,10 +523,11 @@ def text_table(df: pd.DataFrame, title: str, caption: str | None = None, *, brea
     if break_words:
         styler = wrap_headers(styler)
     text = f"{title}: {caption}" if caption else title
+    pad = "2px 6px" if break_words else "2px 8px"  # a table made to fit a phone keeps its gutters narrow too
     return styler.set_caption(text).set_table_styles([
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},
-        {"selector": "th", "props": "text-align: left; padding: 2px 8px; vertical-align: bottom;"},
-        {"selector": "td", "props": "text-align: left; padding: 2px 8px; vertical-align: top; white-space: normal;"},
+        {"selector": "th", "props": f"text-align: left; padding: {pad}; vertical-align: bottom;"},
+        {"selector": "td", "props": f"text-align: left; padding: {pad}; vertical-align: top; white-space: normal;"},
     ])
 
 
@@ -698,7 +699,9 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
         param, expr, readout = make(col, values, _start(col, values, defaults), labels)
         params.append(param)
         filters.append(expr)
-        readouts.append((label(col, labels).split(' (')[0], readout))
+        unit = _unit_of(label(col, labels))
+        longest = max(len(_fmt(v)) for v in values) + (len(unit) + 1 if unit else 0)
+        readouts.append((label(col, labels).split(' (')[0], readout, longest))
     keep = " && ".join(f"({f})" for f in filters) or "true"
     panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors)
               for m in metrics]
@@ -713,18 +716,28 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     return chart.properties(usermeta={SLIDER_VALUES: shown_values}) if shown_values else chart
 
 
-def _readout_lines(readouts: list[tuple[str, str]]) -> list[str]:
-    """The explorer's 'Showing:' readout as Vega expressions, one line each (a text mark draws an array as
-    lines): 'Showing:', then 'name = value' per input, a long name's value on a line of its own, so no line
-    is wider than a phone's panel (Vega would cut it with an ellipsis)."""
+def _readout_lines(readouts: list[tuple[str, str, int]]) -> list[str]:
+    """The explorer's 'Showing:' readout as Vega expressions, one line each (a text mark draws an array as lines).
+
+    ``readouts`` holds (input name, value expression, longest value text) per input: 'Showing:', then
+    'name = value' per input; a line that could run past READOUT_LINE_CHARS puts the value on a line of its own
+    and breaks a long name at its spaces and underscores, so no line is wider than a phone's panel (Vega would
+    cut it with an ellipsis).
+    """
     if not readouts:
         return ["'Showing: all rows'"]
     lines = ["'Showing:'"]
-    for name, value in readouts:
-        if len(name) > READOUT_NAME_CHARS:
-            lines += [json.dumps(f"{name} ="), value]
-        else:
+    for name, value, longest in readouts:
+        if len(name) + 3 + longest <= READOUT_LINE_CHARS:
             lines.append(f"{json.dumps(name + ' = ')} + {value}")
+            continue
+        words, line = re.findall(r"[^ _]+(?:_| |$)", name + " ="), ""
+        for word in words:
+            if line and len(line + word) > READOUT_LINE_CHARS:
+                lines.append(json.dumps(line.rstrip()))
+                line = ""
+            line += word
+        lines += [json.dumps(line.rstrip()), value]
     return lines
 
 

@@ -244,7 +244,10 @@ def comparison_display(table: pd.DataFrame) -> pd.DataFrame:
             return f"{value:,.0f}"
         return f"{value:,.3g}" if abs(value) < 10 else f"{value:,.1f}"
 
-    ratios = table["model / published"].map(lambda r: "" if pd.isna(r) else f" ({r:.3g}×)")
+    def ratio(r: float) -> str:  # a ratio far from 1 needs no third digit: 0.008×, not 0.00754×
+        return "" if pd.isna(r) else f" ({r:.3g}×)" if r == 0 or r >= 0.1 else f" ({r:.1g}×)"
+
+    ratios = table["model / published"].map(ratio)
     return pd.DataFrame({
         "figure": table["figure"] + ", " + table["run"],
         "White": table["published"].map(number),
