@@ -156,7 +156,8 @@ def test_throughput_vs_with_rule_and_curve_references():
                         "label": ["offered load", "offered load"]})
     chart = charts.throughput_vs(df, "arrival_rate_per_s", color="hold_ms", reference={"capacity 1/hold": 500.0})
     spec = chart.to_dict()
-    lines, rule, text = spec["layer"]
+    lines, rule, halo, text = spec["layer"]
+    assert halo["mark"]["stroke"] == "white" and text["mark"]["align"] == "left"
     assert lines["encoding"]["x"]["title"] == "arrival rate (req/s)"
     assert lines["encoding"]["y"]["title"] == "throughput (per second)"
     assert lines["encoding"]["color"]["field"] == "hold_ms"
@@ -166,6 +167,30 @@ def test_throughput_vs_with_rule_and_curve_references():
     with pytest.raises(ValueError, match="nope"):
         charts.throughput_vs(df, "nope")
     svg(chart)
+
+
+@pytest.mark.parametrize("at, align, x, below", [("left", "left", 0, False), ("right", "right", "width", False),
+                                                 ("right-below", "right", "width", True)])
+def test_reference_labels_go_where_asked_over_a_halo(at, align, x, below):
+    """A reference rule's label sits at the asked end, above or below its rule, drawn over a white halo so a data
+    line crossing it passes under the text."""
+    df = sweep().query("policy == 'fair' and schedulers == 2 and hold_ms == 1.0")
+    spec = charts.throughput_vs(df, "arrival_rate_per_s", reference={"ceiling": 500.0}, reference_at=at).to_dict()
+    lines, rule, halo, text = spec["layer"]
+    for mark in (halo, text):
+        assert mark["mark"]["type"] == "text" and mark["mark"]["align"] == align
+        assert mark["encoding"]["x"] == {"value": x}
+        assert (mark["mark"]["dy"] > 0) == below
+    assert halo["mark"]["stroke"] == "white" and halo["mark"]["strokeWidth"] >= 3
+    with pytest.raises(ValueError, match="rule labels"):
+        charts.throughput_vs(df, "arrival_rate_per_s", reference={"ceiling": 500.0}, reference_at="middle")
+
+
+def test_every_chart_keeps_its_tick_labels_apart():
+    """The book's theme asks Vega to drop tick labels closer than a few px ("4,0005,000" cannot happen)."""
+    spec = charts.throughput_vs(sweep().query("policy == 'fair' and schedulers == 2 and hold_ms == 1.0"),
+                                "arrival_rate_per_s").to_dict()
+    assert spec["config"]["axis"]["labelSeparation"] >= 6
 
 
 def test_points_on_curves_draws_interval_bars_in_the_curves_colours():
@@ -283,6 +308,25 @@ def test_explorer_few_values_are_radio_buttons_showing_each_value():
     assert "<path" in drawn and vl_convert.vegalite_to_svg(spec) != drawn
 
 
+def test_explorer_readout_is_one_line_per_input():
+    """The 'Showing:' readout is a list of lines, one per input, in a view tall enough for all of them: no line is
+    cut with an ellipsis in a phone's column."""
+    chart = charts.explorer(sweep(), x="arrival_rate_per_s", y="throughput_per_s", sliders=["hold_ms", "schedulers"],
+                            dropdowns=["policy"])
+    readout = chart.to_dict()["vconcat"][0]
+    expr = readout["transform"][0]["calculate"]
+    assert expr.startswith("['Showing:', ") and expr.endswith("]") and expr.count(' = " + ') == 3
+    assert readout["height"] == 4 * charts.READOUT_LINE_PX
+    assert readout["mark"]["baseline"] == "top" and readout["mark"]["lineHeight"] == charts.READOUT_LINE_PX
+    text = svg(chart)
+    assert ">hold = " in text and ">schedulers = " in text and ">latch policy = " in text and "…" not in text
+    long = charts.explorer(sweep(), x="arrival_rate_per_s", y="throughput_per_s", sliders=["hold_ms", "schedulers"],
+                           dropdowns=["policy"], labels={"policy": "OPTIMIZE_FOR_SEQUENTIAL_KEY"})
+    expr = long.to_dict()["vconcat"][0]["transform"][0]["calculate"]
+    assert '"OPTIMIZE_FOR_", "SEQUENTIAL_KEY =", d_policy' in expr  # a long name broken, its value on its own line
+    assert long.to_dict()["vconcat"][0]["height"] == 6 * charts.READOUT_LINE_PX
+
+
 def test_explorer_rejects_an_unbound_grid_dimension_and_bad_defaults():
     with pytest.raises(ValueError, match="several rows"):
         charts.explorer(sweep(), "arrival_rate_per_s", "throughput_per_s", sliders=["hold_ms"], dropdowns=["policy"])
@@ -368,6 +412,43 @@ def test_time_split_stacks_states_in_state_colours_and_order():
     assert enc["order"]["field"] == "state_order" and enc["y"]["sort"] == ["shared", "other"]
     assert spec["facet"]["row"]["sort"] == ["A", "B"] and spec["spec"]["width"] <= 720
     assert "<rect" in svg(charts.time_split(df, "worker", row="panel", title="T", caption="c", x_title="t (s)"))
+
+
+def test_insert_heatmap_is_one_panel_per_run_side_by_side():
+    """The heat map is a concatenation (the site stacks its panels at full size on a phone instead of scaling a
+    facet's row down), every panel on one colour scale, each titled with its run."""
+    rng = np.random.default_rng(1)
+    frames = {name: pd.DataFrame({"time_ms": rng.uniform(0, 50, 300), "leaf_position": rng.uniform(0, 1, 300)})
+              for name in ("identity", "guid", "hash-bucket")}
+    spec = charts.insert_heatmap(frames, title="t", caption="c").to_dict()
+    panels = spec["hconcat"]
+    assert [p["title"]["text"] for p in panels] == list(frames)
+    domains = {json.dumps(p["encoding"]["color"]["scale"]["domain"]) for p in panels}
+    assert len(domains) == 1 and json.loads(domains.pop())[0] == 1
+    assert all(p["width"] <= 170 for p in panels)
+    svg(charts.insert_heatmap(frames, title="t", caption="c"))
+
+
+def test_grant_timeline_without_failures_has_no_empty_layer():
+    """With no query failing, the error-label layer still holds a (blank) row: an empty layer makes Vega warn
+    "Infinite extent for field start_s" on every page load."""
+    queries = pd.DataFrame({"query": [1, 2], "start_ms": [0.0, 0.0], "grant_wait_ms": [0.0, 500.0],
+                            "elapsed_ms": [1000.0, 2000.0], "outcome": ["granted", "granted"]})
+    grants = pd.DataFrame({"time_ms": [0.0, 1000.0], "granted_mb": [100.0, 50.0], "waiters": [1, 0]})
+    spec = charts.grant_timeline(queries, grants, behaviour="cu14", target_mb=80.0, limit_mb=120.0,
+                                 title="t", caption="c").to_dict()
+
+    def layers(node):
+        for key in ("vconcat", "layer"):
+            for sub in node.get(key, []):
+                yield from layers(sub)
+        if "data" in node:
+            yield node
+
+    empty = [n["mark"] for n in layers(spec) if "values" in n["data"] and not n["data"]["values"]]
+    assert not empty, f"layers with no rows: {empty}"
+    labels = [n for n in layers(spec) if n.get("mark", {}).get("type") == "text" and n["mark"].get("fontWeight")]
+    assert labels and all(row["label"] == "" for row in labels[0]["data"]["values"])
 
 
 def test_all_lists_every_public_function_and_every_name_the_notebooks_use():

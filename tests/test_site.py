@@ -479,3 +479,194 @@ def test_search_lists_each_page_once_with_an_excerpt(browser_context: Any, serve
         assert not log.problems(), "\n".join(log.problems())
     finally:
         page.close()
+
+
+# ---------------------------------------------------------------- chart text (issue 33)
+
+# Two tick labels of one axis closer than this on the screen read as one number ("4,0005,000").
+MIN_TICK_GAP_PX = 3
+
+# Every axis tick label, axis title, legend label and legend title of every chart, with its screen box and the
+# axis or legend it belongs to; and every chart text Vega cut with an ellipsis (a text mark's limit).
+_CHART_TEXTS = """() => [...document.querySelectorAll('.latch-chart')].map((chart, c) => {
+    const svg = chart.querySelector('svg');
+    if (!svg) return {chart: c, texts: [], cut: []};
+    const kinds = {'role-axis-label': 'tick', 'role-axis-title': 'axis title', 'role-legend-label': 'legend label',
+                   'role-legend-title': 'legend title'};
+    const texts = [], groups = new Map();
+    for (const [cls, kind] of Object.entries(kinds)) {
+        for (const t of svg.querySelectorAll('g.' + cls + ' text')) {
+            if (!t.textContent.trim() || t.getAttribute('opacity') === '0') continue;  // a label Vega dropped
+            const owner = t.closest('g.role-axis, g.role-legend') || svg;
+            if (!groups.has(owner)) groups.set(owner, groups.size);
+            const r = t.getBoundingClientRect();
+            texts.push({kind, text: t.textContent, group: groups.get(owner),
+                        box: [r.left, r.top, r.right, r.bottom]});
+        }
+    }
+    const cut = [...svg.querySelectorAll('text')].map(t => t.textContent).filter(s => s.includes('\\u2026'));
+    const title = (svg.querySelector('g.role-title-text text') || {}).textContent || chart.id;
+    return {chart: c, title, texts, cut};
+})"""
+
+
+def text_collisions(report: list[dict[str, Any]]) -> list[str]:
+    """Pairs of chart texts that overlap, and tick labels of one axis closer than MIN_TICK_GAP_PX, as lines."""
+    found = []
+    for chart in report:
+        texts = chart["texts"]
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                # Side by side, ticks of one axis keep a gap; any other pair (or ticks one above the other, whose
+                # boxes carry the font's line gap) only must not overlap.
+                gap = MIN_TICK_GAP_PX if a["kind"] == b["kind"] == "tick" and a["group"] == b["group"] else -0.5
+                ax0, ay0, ax1, ay1 = a["box"]
+                bx0, by0, bx1, by1 = b["box"]
+                if min(ax1, bx1) - max(ax0, bx0) > -gap and min(ay1, by1) - max(ay0, by0) > 1:
+                    found.append(f"{chart['title'][:50]!r}: {a['kind']} {a['text']!r} meets {b['kind']} {b['text']!r}")
+    return found
+
+
+def open_laid_out(context: Any, server: str, doc: str, width: int) -> tuple[Any, PageLog, list[str]]:
+    """The chapter at ``width`` px with every chart in its final layout; also returns its console warnings."""
+    page, log = open_page(context, f"{server}{doc}.html", server)
+    warnings: list[str] = []
+    page.on("console", lambda msg: warnings.append(msg.text) if msg.type == "warning" else None)
+    page.set_viewport_size({"width": width, "height": 900})
+    check_charts(page)
+    page.wait_for_timeout(400)  # the resize settles, then charts too wide are laid out again (models/book/render.py)
+    page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
+                           ".every(el => el.dataset.laidOut === 'true')", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    return page, log, warnings
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_chart_text_never_collides_or_is_cut(browser_context: Any, server: str, doc: str, width: int) -> None:
+    """At desktop and phone widths, in every chart, no tick label runs into its neighbour, no axis title, legend
+    label or tick label overlaps another, no text is cut with an ellipsis, and Vega logs no warning."""
+    page, log, warnings = open_laid_out(browser_context, server, doc, width)
+    try:
+        report = page.evaluate(_CHART_TEXTS)
+        assert report and any(chart["texts"] for chart in report), f"{doc}: no chart text found"
+        collisions = text_collisions(report)
+        assert not collisions, f"{doc} at {width} px: " + "\n".join(collisions)
+        cut = [f"{chart['title'][:50]!r}: {text!r}" for chart in report for text in chart["cut"]]
+        assert not cut, f"{doc} at {width} px, texts cut short: " + "\n".join(cut)
+        vega = [w for w in warnings if "WARN" in w or "vega" in w.lower()]
+        assert not vega, f"{doc} at {width} px, Vega warnings: {vega}"
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+def test_text_collisions_finds_run_together_labels() -> None:
+    """The collision rule itself: abutting tick labels of one axis collide, the same gap between axes does not,
+    and an axis title over a tick label does."""
+    def text(kind: str, label: str, group: int, box: list[float]) -> dict[str, Any]:
+        return {"kind": kind, "text": label, "group": group, "box": box}
+
+    run_together = [{"title": "t", "texts": [text("tick", "4,000", 0, [0, 0, 30, 11]),
+                                             text("tick", "5,000", 0, [31, 0, 61, 11])]}]
+    apart = [{"title": "t", "texts": [text("tick", "4,000", 0, [0, 0, 30, 11]),
+                                      text("tick", "5,000", 1, [31, 0, 61, 11])]}]
+    title_over = [{"title": "t", "texts": [text("tick", "100", 0, [0, 0, 20, 11]),
+                                           text("axis title", "ms", 1, [10, 5, 40, 16])]}]
+    assert text_collisions(run_together) and not text_collisions(apart) and text_collisions(title_over)
+
+
+# ---------------------------------------------------------------- what exercises and prose show (issue 33)
+
+# A number printed with more digits than a reader can use: 1961.9383951343925, 79985.39098.
+_RAW_FLOAT = r"\d\.\d{5,}"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_exercise_outputs_are_rounded_with_no_index(site: Path, doc: str) -> None:
+    """Every exercise run's output (a hide-cell cell) shows its numbers rounded, and its tables show no pandas
+    row index (a bare 0, 1, 2 column or a stacked index name row)."""
+    import re
+
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup((site / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+    raw, indexed = [], []
+    for cell in soup.select("div.cell.tag_hide-cell div.cell_output"):
+        for shown in cell.select("pre, table"):
+            text = shown.get_text(" ")
+            raw += [m.group(0) for m in re.finditer(_RAW_FLOAT, text)]
+        for table in cell.select("table"):
+            if table.select("tbody th, th.row_heading, th.index_name, th.blank"):
+                indexed.append((table.find("caption") or table).get_text(" ")[:60])
+    assert not raw, f"{doc}: exercise outputs with unrounded numbers: {raw[:5]}"
+    assert not indexed, f"{doc}: exercise tables showing a pandas index: {indexed}"
+
+
+def test_preface_lists_every_chapter() -> None:
+    """The preface's chapter list has one entry per chapter in the table of contents, "Your server" included."""
+    import re
+
+    preface = (ROOT / "book" / "preface.md").read_text(encoding="utf-8")
+    listed = preface.split("## What each chapter shows", 1)[1].split("\n## ", 1)[0]
+    entries = re.findall(r"^\d+\. \*\*([^*]+)\*\*", listed, flags=re.M)
+    assert len(entries) == len(CHAPTERS), entries
+    assert "Your server" in entries, entries
+
+
+def test_your_server_points_to_its_example_in_the_right_direction() -> None:
+    """Chapter 9's upload panel says where the example's analysis is, and it is there: the panel comes after the
+    cells that fit the example, so the note says "above"."""
+    import nbformat
+
+    from models.book.widgets import SNAPSHOT_NOTE
+
+    nb = nbformat.read(ROOT / "notebooks" / "09_your_server.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    panel = next(k for k, src in enumerate(code) if "snapshot_panel(" in src)
+    fitted = next(k for k, src in enumerate(code) if "fitting.fit(snapshot)" in src)
+    assert ("above" in SNAPSHOT_NOTE) == (fitted < panel) and ("below" in SNAPSHOT_NOTE) == (fitted > panel)
+
+
+def test_nested_explorer_caption_describes_its_default(site: Path) -> None:
+    """Chapter 4's explorer opens with no co-tenant; its caption's first sentence describes that case, not the
+    co-tenant one the list switches to."""
+    import json
+    import re
+
+    page = (site / "notebooks" / "04_nested_transactions.html").read_text(encoding="utf-8")
+    specs = [json.loads(m) for m in re.findall(r"var spec = (\{.*?\});\n", page)]
+    explorer = next(s for s in specs if any(p["name"] == "d_co_tenant" for p in s.get("params", [])))
+    default = next(p["value"] for p in explorer["params"] if p["name"] == "d_co_tenant")
+    first = " ".join(explorer["title"]["subtitle"] if isinstance(explorer["title"]["subtitle"], list)
+                     else [explorer["title"]["subtitle"]]).split(". ")[0]
+    assert default == "none" and "no co-tenant" in first, (default, first)
+
+
+_COMPARISON_FIT = """(caption) => {
+    const table = [...document.querySelectorAll('.cell_output table')]
+        .find(t => (t.querySelector('caption') || {textContent: ''}).textContent.includes(caption));
+    if (!table) return null;
+    const column = table.closest('.cell_output').getBoundingClientRect().width;
+    const cut = [...table.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1)
+        .map(c => c.textContent.slice(0, 40));
+    return {table: table.getBoundingClientRect().width, column, cut,
+            headers: [...table.querySelectorAll('thead th')].map(th => th.textContent.trim())};
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_fairness_comparison_table_reads_whole(browser_context: Any, server: str, width: int) -> None:
+    """Chapter 3's model-against-White table, "how" included, is no wider than the text column at desktop and phone
+    widths (no scrolling needed to read a row) and no cell is cut."""
+    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server)
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(300)
+        fit = page.evaluate(_COMPARISON_FIT, "parallel insert and the model")
+        assert fit is not None, "chapter 3's comparison table is missing"
+        assert fit["table"] <= fit["column"] + 1, f"at {width} px the table is {fit} px wide"
+        assert not fit["cut"], f"cut cells at {width} px: {fit['cut']}"
+        assert "basis" in fit["headers"], fit["headers"]
+    finally:
+        page.close()

@@ -49,6 +49,19 @@ from models.book.stored import CI_SUFFIX
 # Every chart this module returns is shown by the offline renderer: deterministic output, no CDN.
 render.enable()
 
+THEME = "latch"
+# Room Vega keeps between two tick labels of one axis (px): it drops labels until this much is free, so
+# "4,000" and "5,000" never run together as "4,0005,000", at the drawn size or scaled down on a phone.
+LABEL_SEPARATION_PX = 8
+
+
+@alt.theme.register(THEME, enable=True)
+def _theme() -> alt.theme.ThemeConfig:
+    """The book's chart defaults: Altair's default view size, and tick labels kept apart on every axis."""
+    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300},
+                       "axis": {"labelSeparation": LABEL_SEPARATION_PX}}}
+
+
 __all__ = [
     # constants: the fixed colours and orders every chart shares, and the spec's slider-values key
     "STATES", "STATE_COLORS", "SERIES_COLORS", "PHASE_COLORS", "OUTCOME_COLORS", "ROWGROUP_COLORS",
@@ -98,6 +111,10 @@ _METRIC_LABELS = {
     "row_bytes": "row size (bytes)",
 }
 MAX_RADIO = 4  # a slider column with at most this many values becomes radio buttons
+LEGEND_ROW_CHARS = 48  # a legend under a chart: at most this many characters of labels per row (a phone's column)
+RULE_LABEL_PLACES = ("left", "right", "left-below", "right-below")  # where a reference rule's label goes
+READOUT_LINE_PX = 15  # an explorer's 'Showing:' readout: one line of this height per input
+READOUT_LINE_CHARS = 22  # the longest line of an explorer's readout (characters): it fits a phone's panel
 # Abbreviated words in column names, spelled out for labels ('hold_dist' -> 'hold distribution').
 _SPELLED = {"dist": "distribution", "cpu": "CPU", "os": "OS", "lpim": "LPIM", "adr": "ADR", "mb": "MB", "dop": "DOP"}
 _SUFFIX_UNITS = (("_per_s", "per second"), ("_ms", "ms"), ("_us", "µs"), ("_count", "count"))
@@ -146,6 +163,12 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
 def _palette(n: int) -> list[str]:
     """n series colours from the fixed colour-blind-safe list (repeating past eight)."""
     return [SERIES_COLORS[k % len(SERIES_COLORS)] for k in range(n)]
+
+
+def _legend_columns(names: Iterable[Any]) -> int:
+    """Entries per row of a legend under a chart: one to three, as many as fit LEGEND_ROW_CHARS of labels."""
+    longest = max((len(str(n)) for n in names), default=1)
+    return max(1, min(3, LEGEND_ROW_CHARS // max(longest, 1)))
 
 
 def _title(title: str, caption: str) -> alt.TitleParams:
@@ -356,8 +379,9 @@ def wait_distribution(results: Mapping[str, Any], *, title: str = "Latch wait pe
 
 # ---------------------------------------------------------------- metric vs parameter
 
-def _reference_layers(reference: Any, x: str, y: str, y_scale: alt.Scale) -> list[alt.Chart]:
-    """Dashed reference curves (DataFrame with x, y[, label]) or horizontal rules (dict label -> value)."""
+def _reference_layers(reference: Any, x: str, y: str, y_scale: alt.Scale, at: str = "left") -> list[alt.Chart]:
+    """Dashed reference curves (DataFrame with x, y[, label]) or horizontal rules (dict label -> value), their
+    labels at the plot's ``at`` end."""
     if reference is None:
         return []
     if isinstance(reference, pd.DataFrame):
@@ -370,16 +394,29 @@ def _reference_layers(reference: Any, x: str, y: str, y_scale: alt.Scale) -> lis
     rules = pd.DataFrame({"label": [str(k) for k in reference], "value": [float(v) for v in reference.values()]})
     rule = alt.Chart(_records(rules)).mark_rule(strokeDash=[6, 4], color="#333").encode(
         y=alt.Y("value:Q", scale=y_scale), tooltip=[alt.Tooltip("label:N"), alt.Tooltip("value:Q", format=",.4g")])
-    text = alt.Chart(_records(rules)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
-        y=alt.Y("value:Q", scale=y_scale), x=alt.value(0), text=alt.Text("label:N"))
-    return [rule, text]
+    return [rule, *_rule_labels(rules, "value", y_scale, at)]
+
+
+def _rule_labels(rules: pd.DataFrame, y: str, y_scale: alt.Scale | Any, at: str) -> list[alt.Chart]:
+    """A horizontal rule's label just above it (or below it: ``at`` ends in '-below'), at the plot's left or right
+    end, over a white halo: a data line that crosses the label passes under it and the label stays whole."""
+    if at not in RULE_LABEL_PLACES:
+        raise ValueError(f"rule labels go {RULE_LABEL_PLACES}, not {at!r}")
+    side, below = at.split("-")[0], at.endswith("-below")
+    where = {"align": side, "dx": 4 if side == "left" else -4, "dy": 14 if below else -7}
+    x = alt.value(0) if side == "left" else alt.value("width")
+    base = alt.Chart(_records(rules)).encode(y=alt.Y(f"{y}:Q", scale=y_scale), x=x, text=alt.Text("label:N"))
+    halo = base.mark_text(**where, stroke="white", strokeWidth=4, strokeJoin="round", color="white")
+    return [halo, base.mark_text(**where, color="#333")]
 
 
 def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: str | None = None, *,
                   reference: pd.DataFrame | Mapping[str, float] | None = None, title: str | None = None,
                   caption: str | None = None, labels: Mapping[str, str] | None = None,
-                  log_x: bool = False, log_y: bool = False, width: int = 520, height: int = 300) -> alt.LayerChart:
-    """A line chart of a metric against a parameter (optionally one line per `color`), with reference lines."""
+                  log_x: bool = False, log_y: bool = False, width: int = 520, height: int = 300,
+                  reference_at: str = "left") -> alt.LayerChart:
+    """A line chart of a metric against a parameter (optionally one line per `color`), with reference lines
+    (their labels at the plot's ``reference_at`` end: put them where the data is not)."""
     missing = [c for c in (x, y, color) if c is not None and c not in df.columns]
     if missing:
         raise ValueError(f"throughput_vs: columns {missing} are not in the DataFrame ({list(df.columns)})")
@@ -396,9 +433,11 @@ def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: 
     }
     if color is not None:
         enc["color"] = alt.Color(f"{color}:N", title=label(color, labels),
-                                 scale=alt.Scale(range=list(SERIES_COLORS)))
+                                 scale=alt.Scale(range=list(SERIES_COLORS)),
+                                 legend=alt.Legend(orient="bottom", direction="horizontal",
+                                                   columns=_legend_columns(df[color].astype(str).unique())))
     lines = alt.Chart(_records(df[cols].sort_values(x, kind="stable"))).mark_line(point=True).encode(**enc)
-    return alt.layer(lines, *_reference_layers(reference, x, y, y_scale)).properties(
+    return alt.layer(lines, *_reference_layers(reference, x, y, y_scale, reference_at)).properties(
         title=_title(title, caption), width=width, height=height)
 
 
@@ -484,10 +523,11 @@ def text_table(df: pd.DataFrame, title: str, caption: str | None = None, *, brea
     if break_words:
         styler = wrap_headers(styler)
     text = f"{title}: {caption}" if caption else title
+    pad = "2px 6px" if break_words else "2px 8px"  # a table made to fit a phone keeps its gutters narrow too
     return styler.set_caption(text).set_table_styles([
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: bold;"},
-        {"selector": "th", "props": "text-align: left; padding: 2px 8px; vertical-align: bottom;"},
-        {"selector": "td", "props": "text-align: left; padding: 2px 8px; vertical-align: top; white-space: normal;"},
+        {"selector": "th", "props": f"text-align: left; padding: {pad}; vertical-align: bottom;"},
+        {"selector": "td", "props": f"text-align: left; padding: {pad}; vertical-align: top; white-space: normal;"},
     ])
 
 
@@ -659,18 +699,46 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
         param, expr, readout = make(col, values, _start(col, values, defaults), labels)
         params.append(param)
         filters.append(expr)
-        readouts.append(f"'{label(col, labels).split(' (')[0]} = ' + {readout}")
+        unit = _unit_of(label(col, labels))
+        longest = max(len(_fmt(v)) for v in values) + (len(unit) + 1 if unit else 0)
+        readouts.append((label(col, labels).split(' (')[0], readout, longest))
     keep = " && ".join(f"({f})" for f in filters) or "true"
     panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors)
               for m in metrics]
     panels[0] = panels[0].add_params(*params)
-    shown = " + '   ·   ' + ".join(readouts) or "'all rows'"
-    readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"'Showing: ' + {shown}")
-               .mark_text(align="left", fontSize=12, color="#333").encode(text=alt.Text("showing:N"), x=alt.value(0))
-               .properties(width=width, height=16, view=alt.ViewBackground(strokeWidth=0)))
+    lines = _readout_lines(readouts)
+    readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"[{', '.join(lines)}]")
+               .mark_text(align="left", baseline="top", fontSize=12, lineHeight=READOUT_LINE_PX, color="#333")
+               .encode(text=alt.Text("showing:N"), x=alt.value(0), y=alt.value(0))
+               .properties(width=width, height=READOUT_LINE_PX * len(lines), view=alt.ViewBackground(strokeWidth=0)))
     body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
     chart = alt.vconcat(readout, body).properties(title=_title(title, caption))
     return chart.properties(usermeta={SLIDER_VALUES: shown_values}) if shown_values else chart
+
+
+def _readout_lines(readouts: list[tuple[str, str, int]]) -> list[str]:
+    """The explorer's 'Showing:' readout as Vega expressions, one line each (a text mark draws an array as lines).
+
+    ``readouts`` holds (input name, value expression, longest value text) per input: 'Showing:', then
+    'name = value' per input; a line that could run past READOUT_LINE_CHARS puts the value on a line of its own
+    and breaks a long name at its spaces and underscores, so no line is wider than a phone's panel (Vega would
+    cut it with an ellipsis).
+    """
+    if not readouts:
+        return ["'Showing: all rows'"]
+    lines = ["'Showing:'"]
+    for name, value, longest in readouts:
+        if len(name) + 3 + longest <= READOUT_LINE_CHARS:
+            lines.append(f"{json.dumps(name + ' = ')} + {value}")
+            continue
+        words, line = re.findall(r"[^ _]+(?:_| |$)", name + " ="), ""
+        for word in words:
+            if line and len(line + word) > READOUT_LINE_CHARS:
+                lines.append(json.dumps(line.rstrip()))
+                line = ""
+            line += word
+        lines += [json.dumps(line.rstrip()), value]
+    return lines
 
 
 def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
@@ -723,7 +791,7 @@ def series_lines(df: pd.DataFrame, x: str, y: str, series: str, *, title: str, c
     A single series gets no legend (name it in the title or caption).
     """
     names = list(dict.fromkeys(df[series].astype(str)))
-    legend = alt.Legend(orient="bottom", direction="horizontal", columns=3) if len(names) > 1 else None
+    legend = alt.Legend(orient="bottom", direction="horizontal", columns=_legend_columns(names)) if len(names) > 1 else None
     return alt.Chart(_records(df[[x, y, series]])).mark_line().encode(
         x=alt.X(f"{x}:Q", title=x_title),
         y=alt.Y(f"{y}:Q", title=y_title),
@@ -778,7 +846,7 @@ def points_vs_formula(df: pd.DataFrame, x: str, y: str, series: str, formula: st
         x=alt.X(f"{x}:Q", title=x_title),
         y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(type="log" if log_y else "linear")),
         color=alt.Color(f"{series}:N", title=None, sort=names, scale=alt.Scale(domain=names, range=colors),
-                        legend=alt.Legend(orient="bottom", direction="horizontal")),
+                        legend=alt.Legend(orient="bottom", direction="horizontal", columns=_legend_columns(names))),
         tooltip=[f"{series}:N", alt.Tooltip(f"{x}:Q", title=x_title),
                  alt.Tooltip(f"{y}:Q", title=y_title, format=",.3f")])
     keep = f"datum[{json.dumps(series)}] == {json.dumps(formula)}"
@@ -826,7 +894,7 @@ def time_split(df: pd.DataFrame, y: str, x: str = "seconds", state: str = "state
     enc: dict[str, Any] = {
         "y": alt.Y(f"{y}:N", title=None, sort=names),
         "x": alt.X(f"{x}:Q", title=x_title, stack="zero"),
-        "color": alt.Color(f"{state}:N", title="worker state", sort=states,
+        "color": alt.Color(f"{state}:N", title="worker state", sort=states, legend=alt.Legend(orient="top"),
                            scale=alt.Scale(domain=states, range=[STATE_COLORS[s] for s in states])),
         "order": alt.Order("state_order:Q"),
         "tooltip": [alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}")
@@ -839,7 +907,7 @@ def time_split(df: pd.DataFrame, y: str, x: str = "seconds", state: str = "state
 
 
 def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: str, time_bins: int = 24,
-                   position_bins: int = 24, width: int = 170, height: int = 170) -> alt.FacetChart:
+                   position_bins: int = 24, width: int = 160, height: int = 160) -> alt.HConcatChart:
     """Inserts per leaf page over time, one small heat map per run (a key strategy).
 
     Each frame is a run's ``extra["inserts"]`` (``time_ms``, ``leaf_position``: where the page ends up
@@ -856,14 +924,19 @@ def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: s
             run=name, time_lo=100.0 * counts["t"] / time_bins, time_hi=100.0 * (counts["t"] + 1) / time_bins,
             pos_lo=100.0 * counts["p"] / position_bins, pos_hi=100.0 * (counts["p"] + 1) / position_bins))
     data = pd.concat(cells, ignore_index=True)
-    chart = alt.Chart(_records(data)).mark_rect().encode(
+    top = int(data["inserts"].max()) if len(data) else 1
+    # One panel per run side by side (a concatenation, not a facet): the site lays them one above the other
+    # at full size in a column too narrow for the row, instead of scaling the row down (models.book.render).
+    color = alt.Color("inserts:Q", title="inserts per cell", scale=alt.Scale(type="log", scheme="blues", domain=[1, top]),
+                      legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=160))
+    panels = [alt.Chart(_records(data[data["run"] == name])).mark_rect().encode(
         x=alt.X("time_lo:Q", title="time (% of the run)", scale=alt.Scale(domain=[0, 100])), x2=alt.X2("time_hi"),
-        y=alt.Y("pos_lo:Q", title="leaf page in key order (%)", scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("pos_hi"),
-        color=alt.Color("inserts:Q", title="inserts", scale=alt.Scale(type="log", scheme="blues")),
+        y=alt.Y("pos_lo:Q", title="leaf page in key order (%)" if k == 0 else None, scale=alt.Scale(domain=[0, 100])),
+        y2=alt.Y2("pos_hi"), color=color,
         tooltip=[alt.Tooltip("run:N", title="key"), alt.Tooltip("inserts:Q")],
-    ).properties(width=width, height=height)
-    return chart.facet(column=alt.Column("run:N", title=None, sort=list(frames))).properties(
-        title=_title(title, caption))
+    ).properties(width=width, height=height, title=alt.TitleParams(str(name), fontSize=12))
+        for k, name in enumerate(frames)]
+    return alt.hconcat(*panels).properties(title=_title(title, caption))
 
 
 # ---------------------------------------------------------------- memory chapter
@@ -909,7 +982,8 @@ def grant_timeline(queries: pd.DataFrame, grants: pd.DataFrame, *, behaviour: st
     phases = list(PHASE_COLORS)
     gantt = alt.Chart(_records(bars)).mark_bar(height=14).encode(
         x=x, x2=alt.X2("end_s"), y=y,
-        color=alt.Color("phase:N", title=None, sort=phases, legend=alt.Legend(orient="top", direction="horizontal"),
+        color=alt.Color("phase:N", title=None, sort=phases,
+                        legend=alt.Legend(orient="top", direction="horizontal", columns=_legend_columns(phases)),
                         scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases])),
         tooltip=[alt.Tooltip("query:N"), alt.Tooltip("phase:N"), alt.Tooltip("outcome:N"),
                  alt.Tooltip("start_s:Q", format=".1f"), alt.Tooltip("end_s:Q", format=".1f")])
@@ -917,6 +991,8 @@ def grant_timeline(queries: pd.DataFrame, grants: pd.DataFrame, *, behaviour: st
     marks = pd.DataFrame({"query": [f"insert {q}" for q in failed["query"]],
                           "start_s": (failed["start_ms"] + failed["elapsed_ms"]).to_numpy() / 1000.0,
                           "label": "error 8645"})
+    if marks.empty and len(bars):  # an empty layer has no extent (Vega warns "Infinite extent"): one blank label
+        marks = pd.DataFrame({"query": [bars["query"].iloc[0]], "start_s": [0.0], "label": [""]})
     marks["order"] = marks["query"].map(order)
     layers = [gantt, alt.Chart(_records(marks)).mark_text(align="left", dx=4, color=OUTCOME_COLORS["error 8645"],
                                                         fontWeight="bold").encode(x=x, y=y, text=alt.Text("label:N"))]
@@ -934,9 +1010,7 @@ def grant_timeline(queries: pd.DataFrame, grants: pd.DataFrame, *, behaviour: st
     lines = pd.DataFrame({"mb": [target_mb, limit_mb],
                           "label": [f"semaphore target {target_mb:,.0f} MB", f"max server memory {limit_mb:,.0f} MB"]})
     rules = alt.Chart(_records(lines)).mark_rule(strokeDash=[5, 4], color="#555").encode(y=alt.Y("mb:Q"))
-    texts = alt.Chart(_records(lines)).mark_text(align="left", dx=4, dy=-6, color="#333").encode(
-        y=alt.Y("mb:Q"), x=alt.value(0), text=alt.Text("label:N"))
-    bottom = alt.layer(memory, rules, texts).properties(width=width, height=170)
+    bottom = alt.layer(memory, rules, *_rule_labels(lines, "mb", alt.Undefined, "left")).properties(width=width, height=170)
     return (alt.vconcat(top, bottom).resolve_scale(color="independent", x="shared")
             .properties(title=_title(title, caption)))
 
@@ -951,7 +1025,8 @@ def stacked_counts(df: pd.DataFrame, y: str, x: str, color: str, colors: Mapping
     chart = alt.Chart(_records(data)).mark_bar().encode(
         y=alt.Y(f"{y}:N", title=y_title, sort=names),
         x=alt.X(f"{x}:Q", title=x_title, stack="zero", axis=alt.Axis(tickMinStep=1)),
-        color=alt.Color(f"{color}:N", title=None, sort=order, legend=alt.Legend(orient="top", direction="horizontal"),
+        color=alt.Color(f"{color}:N", title=None, sort=order,
+                        legend=alt.Legend(orient="top", direction="horizontal", columns=_legend_columns(order)),
                         scale=alt.Scale(domain=order, range=[colors[c] for c in order])),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip(f"{c}:{'Q' if pd.api.types.is_numeric_dtype(df[c]) else 'N'}")

@@ -429,7 +429,7 @@ def panel(scenario: str, knobs: Iterable[str], fixed: Mapping[str, Any] | None =
 # ---------------------------------------------------------------- your server: a snapshot in, its fit out
 
 SNAPSHOT_NOTE = ("Live panel: run this notebook in JupyterLab (make lab) to upload your snapshot, or run "
-                 "python -m models fit snapshot.csv; the example's analysis is below.")
+                 "python -m models fit snapshot.csv; the example's analysis is above.")
 
 
 class SnapshotPanel:

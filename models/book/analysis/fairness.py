@@ -234,17 +234,26 @@ def comparison(fair: "models.Result", unfair: "models.Result") -> pd.DataFrame:
 
 
 def comparison_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The comparison table as the reader sees it: numbers formatted, internal key dropped, one row per line
-    (flat, for :func:`models.book.charts.text_table`, which shows every cell whole)."""
+    """The comparison table as the reader sees it, four columns so it reads whole on a phone: the run joined to the
+    figure, the model's figure with its ratio to White's, the basis with how it was found; numbers rounded
+    (millions as '221.9 million'), the internal key dropped."""
     def number(value: float) -> str:
+        if abs(value) >= 1e6:
+            return f"{value / 1e6:,.1f} million"
         if abs(value) >= 100 or float(value).is_integer():
             return f"{value:,.0f}"
         return f"{value:,.3g}" if abs(value) < 10 else f"{value:,.1f}"
-    shown = table.drop(columns="key").copy()
-    for col in ("published", "model"):
-        shown[col] = shown[col].map(number)
-    shown["model / published"] = table["model / published"].map(lambda r: "" if pd.isna(r) else f"{r:.3g}")
-    return shown.reset_index(drop=True)
+
+    def ratio(r: float) -> str:  # a ratio far from 1 needs no third digit: 0.008×, not 0.00754×
+        return "" if pd.isna(r) else f" ({r:.3g}×)" if r == 0 or r >= 0.1 else f" ({r:.1g}×)"
+
+    ratios = table["model / published"].map(ratio)
+    return pd.DataFrame({
+        "figure": table["figure"] + ", " + table["run"],
+        "White": table["published"].map(number),
+        "model (× White)": table["model"].map(number) + ratios,
+        "basis": [basis + (f" — {how}" if how else "") for basis, how in zip(table["basis"], table["how"])],
+    }).reset_index(drop=True)
 
 
 def latch_busy(result: "models.Result") -> dict[str, float]:
