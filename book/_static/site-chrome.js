@@ -86,6 +86,11 @@
       }
       frame.appendChild(scroller);
       scroller.appendChild(table);
+      // A table wider than the column is laid out at its narrowest, which squeezed a cell of prose (a
+      // reference, a note) to a word per line: such a cell keeps the width of a short line.
+      table.querySelectorAll("td").forEach((cell) => {
+        if (cell.textContent.trim().length > 40) cell.classList.add("latch-prose-cell");
+      });
       scroller.tabIndex = 0;  // scrollable with the keyboard
       const update = () => {
         const more = scroller.scrollWidth - scroller.clientWidth;
