@@ -3,8 +3,9 @@
 Each page of _toc.yml, in order, is opened from the built site (served on
 127.0.0.1; every request leaving it is refused) at the width of a printed
 A4 column, so the charts lay themselves out for paper; the page's collapsed
-blocks are opened (solutions, hidden queries, dropdowns) and Chromium prints it
-with the site's print style sheet (book/_static/book.css: no site chrome, no
+blocks are opened (solutions, hidden queries, dropdowns), links to the site's
+other pages become text (they would point at the print server) and Chromium
+prints it with the site's print style sheet (book/_static/book.css: no site chrome, no
 explorer inputs, wrapped code). The pages are merged with pypdf, one bookmark
 per page, and written whole to _build/book.pdf. Builds the site first if
 _build/html is missing.
@@ -43,6 +44,15 @@ TIMEOUT_MS = 120_000
 
 _READY = """() => [...document.querySelectorAll('.latch-chart')].every(el => el.dataset.laidOut === 'true')
     && document.querySelectorAll('mjx-container').length >= document.querySelectorAll('span.math, div.math').length"""
+
+
+# A link to another page of the site would point at the print server, gone once the PDF is written: such
+# links print as their text. Links within the page stay (Chromium makes them links inside the PDF), and so do
+# links to the outside world (the references).
+_UNLINK_OTHER_PAGES = """() => document.querySelectorAll('a[href]').forEach(a => {
+    const target = new URL(a.href, location.href);
+    if (target.origin === location.origin && target.pathname !== location.pathname) a.removeAttribute('href');
+})"""
 
 
 def toc_docs(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
@@ -106,6 +116,7 @@ def print_pages(site: Path, docs: list[str]) -> list[tuple[str, str, bytes]]:
                 page.goto(f"{base}{doc}.html", wait_until="load")
                 page.wait_for_function(_READY, timeout=TIMEOUT_MS)
                 page.evaluate("() => window.latchPrepareForPrint && window.latchPrepareForPrint()")
+                page.evaluate(_UNLINK_OTHER_PAGES)
                 page.emulate_media(media="print")
                 page.wait_for_timeout(300)
                 title = page.evaluate("() => (document.querySelector('article h1') || {textContent: document.title})"

@@ -702,11 +702,20 @@ def test_phone_navigation_toggles(browser_context: Any, server: str, width: int)
 
 def test_navigation_titles_break_between_words(browser_context: Any, server: str) -> None:
     """On a desktop the sidebar's chapter titles, the page's contents and the previous/next links break only
-    between words or after an identifier's underscore, and no chapter entry takes more than three lines."""
+    between words or after an identifier's underscore, no chapter entry takes more than three lines, and the
+    chapter-list button hides and shows the sidebar."""
     page, log = open_page(browser_context, f"{server}notebooks/05_hot_page.html", server)
     try:
         check_titles(page, ".bd-sidebar-primary a.reference", max_lines=MAX_TITLE_LINES["nav"])
         check_titles(page, ".bd-sidebar-secondary a, .prev-next-title", max_lines=None)
+        # The same chapter-list button on a desktop hides the sidebar and brings it back.
+        sidebar_shown = "() => getComputedStyle(document.getElementById('pst-primary-sidebar')).visibility"
+        toggle = page.locator(".bd-header-article button.primary-toggle")
+        toggle.click()
+        page.wait_for_function(f"() => ({sidebar_shown})() === 'hidden'", timeout=5_000)
+        toggle.click()
+        page.wait_for_function(f"() => ({sidebar_shown})() === 'visible'", timeout=5_000)
+        assert not log.problems(), "\n".join(log.problems())
     finally:
         page.close()
 
@@ -780,7 +789,7 @@ def test_print_stylesheet(browser_context: Any, server: str) -> None:
 
 def test_pdf_of_the_book(site: Path, tmp_path: Path) -> None:
     """`make pdf` prints the book's pages in toc order into one PDF (here two of them): every page's text, the
-    solutions included, one bookmark per page, written whole."""
+    solutions included, one bookmark per page, no link to the print server, written whole."""
     from pypdf import PdfReader
 
     docs = ["book/preface", "notebooks/07_cci_memory_grants"]
@@ -804,6 +813,10 @@ def test_pdf_of_the_book(site: Path, tmp_path: Path) -> None:
     squash = " ".join(text.split())
     assert any(w and " ".join(w.split()[:4]) in squash for w in words), f"no solution printed: {words[:3]}"
     assert [p.name for p in tmp_path.iterdir()] == ["part.pdf"], "a temporary file was left behind"
+    # No link points at the print server (gone once the PDF is written).
+    uris = [annot.get_object()["/A"].get("/URI", "") for page in reader.pages for annot in page.get("/Annots") or []
+            if "/A" in annot.get_object()]
+    assert not [u for u in uris if "127.0.0.1" in u], f"links to the print server: {uris[:5]}"
 
 
 def test_theme_switch_redraws_charts(browser_context: Any, server: str) -> None:
