@@ -753,7 +753,8 @@ def test_search_finds_numbers_and_identifiers(browser_context: Any, server: str,
 
 
 _PRINT_REPORT = """() => {
-    const shown = (el) => el.getClientRects().length > 0 && el.getBoundingClientRect().height > 0;
+    // Not shown: no box, or inside a closed <details> (its content is content-visibility: hidden).
+    const shown = (el) => el.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().height > 0;
     const closed = [...document.querySelectorAll('article details:not([open])')];
     return {
         chrome: [...document.querySelectorAll('.bd-header, .bd-header-article, .bd-sidebar-primary, '
@@ -770,11 +771,12 @@ _PRINT_REPORT = """() => {
 
 def test_print_stylesheet(browser_context: Any, server: str) -> None:
     """In print the site's chrome and the explorers' inputs are gone, every collapsed block (solutions, hidden
-    queries, dropdowns) shows its content, and no code line runs past the page."""
-    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, width=680)
+    queries, dropdowns) shows its content, and no code line runs past the page; a page read in dark mode prints
+    light (white paper), its charts drawn light again, every text readable."""
+    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, "dark", width=680)
     try:
         check_charts(page)
-        page.emulate_media(media="print")
+        page.emulate_media(media="print")  # the style sheet alone first: closed blocks print open
         page.wait_for_timeout(300)
         report = page.evaluate(_PRINT_REPORT)
         assert report["details"] >= 3, f"the chapter has no collapsed blocks to check: {report}"
@@ -782,6 +784,13 @@ def test_print_stylesheet(browser_context: Any, server: str) -> None:
         assert not report["controls"], f"explorer controls printed: {report}"
         assert not report["hidden"], f"collapsed blocks that print closed: {report}"
         assert not report["uncut"], f"code lines cut in print: {report['uncut']}"
+        page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")  # what the print dialog does
+        check_contrast(page, "light")
+        page.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
+        page.emulate_media(media="screen")
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'", timeout=5_000)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
     finally:
         page.emulate_media(media="screen")
         page.close()
