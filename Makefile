@@ -1,6 +1,7 @@
 # Latch contention, modelled: build the book, run the tests, open the notebooks.
 #   make install create .venv, install the pinned requirements, and compile the engine's cache (once)
 #   make book    build the static site from clean into _build/html (offline)
+#   make pdf     the whole book as one PDF, _build/book.pdf, printed by headless Chromium from the site
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
 #   make sweep   recompute every explorer grid (replicated seeds) and study (coverage) into book/data/
@@ -21,10 +22,10 @@ JOBS ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help install warm system-deps vendor book test lab sweep execute clean
+.PHONY: help install warm system-deps vendor book pdf test lab sweep execute clean
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# *//'
+	@sed -n '2,10p' Makefile | sed 's/^# *//'
 
 warm: install
 
@@ -62,6 +63,10 @@ vendor: install
 book: install
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
 	$(PY) scripts/build_site.py
+
+# The book as one PDF (scripts/build_pdf.py): builds the site first if _build/html is missing; offline.
+pdf: install system-deps
+	$(PY) scripts/build_pdf.py
 
 # One pytest run on $(JOBS) processes. --dist loadfile keeps each notebook (nbval runs its cells in
 # order in one kernel) and tests/test_site.py (which builds the site once, then drives Chromium over

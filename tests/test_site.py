@@ -119,8 +119,9 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 class PageLog:
-    """What one page did that it should not: requests leaving the site, console errors (404s logged by the
-    browser among them), page errors, failed requests and error responses, and the server's error log."""
+    """What one page did that it should not: requests leaving the site, console errors and warnings (404s
+    logged by the browser among them, Vega's warnings too), page errors, failed requests and error
+    responses, and the server's error log."""
 
     def __init__(self) -> None:
         self.external: list[str] = []
@@ -132,18 +133,23 @@ class PageLog:
 
     def problems(self) -> list[str]:
         """Every recorded problem as a line of text."""
-        return ([f"external request: {u}" for u in self.external] + [f"console error: {m}" for m in self.console]
+        return ([f"external request: {u}" for u in self.external] + [f"console {m}" for m in self.console]
                 + [f"page error: {e}" for e in self.errors] + [f"request failed: {f}" for f in self.failed]
                 + [f"error response: {r}" for r in self.responses]
                 + [f"server answered: {r}" for r in SERVER_ERRORS[self.server_mark:]])
 
 
-def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
-    """Open url with every request outside `local` (a URL prefix) aborted and recorded."""
+def open_page(context: Any, url: str, local: str, color_scheme: str = "light",
+              width: int | None = None) -> tuple[Any, PageLog]:
+    """Open url with every request outside `local` (a URL prefix) aborted and recorded, in the system colour
+    scheme given ("light" or "dark": the site follows it) and, if given, at that window width."""
     log = PageLog()
     page = context.new_page()
     # Generous: CI's two cores may be busy with notebook kernels while the pages render.
     page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.emulate_media(color_scheme=color_scheme)
+    if width is not None:
+        page.set_viewport_size({"width": width, "height": 900})
 
     def route(r: Any) -> None:
         req_url = r.request.url
@@ -154,8 +160,8 @@ def open_page(context: Any, url: str, local: str) -> tuple[Any, PageLog]:
             r.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda msg: log.console.append(f"{msg.text} ({msg.location.get('url', '')})")
-            if msg.type == "error" else None)
+    page.on("console", lambda msg: log.console.append(f"{msg.type}: {msg.text} ({msg.location.get('url', '')})")
+            if msg.type in ("error", "warning") else None)
     page.on("pageerror", lambda err: log.errors.append(str(err)))
     page.on("requestfailed", lambda req: log.failed.append(f"{req.url}: {req.failure}")
             if req.url.startswith(local) else None)
@@ -227,6 +233,80 @@ def save_screenshots(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}-explorer-page.png"))
 
 
+# Every visible text (an element's own text, or an SVG <text> of a chart) against the colour behind it (the
+# first opaque background up the tree, with translucent ones composited over it): WCAG contrast ratios.
+_CONTRAST_REPORT = """(minRatio) => {
+    const parse = (c) => {
+        const m = (c || '').match(/rgba?\\(([^)]+)\\)/);
+        if (!m) return null;
+        const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+        return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+    };
+    const lum = ([r, g, b]) => {
+        const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+    const backgroundOf = (el) => {
+        const layers = [];
+        for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
+            let bg = parse(getComputedStyle(node).backgroundColor);
+            if (node.tagName.toLowerCase() === 'svg' && node.style.backgroundColor) bg = parse(node.style.backgroundColor);
+            if (bg && bg[3] > 0) { layers.push(bg); if (bg[3] >= 1) break; }
+        }
+        let colour = [255, 255, 255, 1];
+        for (let i = layers.length - 1; i >= 0; i--) colour = over(layers[i], colour);
+        return colour;
+    };
+    const visible = (el) => {
+        const r = el.getBoundingClientRect();
+        if (r.width < 1 || r.height < 1) return false;
+        const s = getComputedStyle(el);
+        return s.visibility !== 'hidden' && Number(s.opacity) > 0.05;
+    };
+    const bad = [], seen = new Set();
+    let checked = 0;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+        const node = walker.currentNode, el = node.parentElement;
+        if (!node.nodeValue.trim() || !el || seen.has(el)) continue;
+        seen.add(el);
+        if (el.closest('script, style, noscript, title, .visually-hidden, .sr-only, mjx-assistive-mml, dialog:not([open])')
+            || !visible(el)) continue;
+        const style = getComputedStyle(el);
+        const svg = el instanceof SVGElement;
+        let fg = parse(svg ? style.fill : style.color);
+        if (!fg) continue;
+        if (svg) fg[3] *= Number(style.fillOpacity || 1);
+        const bg = backgroundOf(el);
+        fg = over(fg, bg);
+        const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+        const ratio = (hi + 0.05) / (lo + 0.05);
+        checked++;
+        if (ratio < minRatio) bad.push(ratio.toFixed(2) + ':1 ' + el.tagName.toLowerCase() + '.'
+            + (el.getAttribute('class') || '').slice(0, 30) + ' "' + node.nodeValue.trim().slice(0, 40) + '"');
+    }
+    return {checked: checked, bad: bad.slice(0, 20), count: bad.length};
+}"""
+MIN_CONTRAST = 4.5  # WCAG 2 AA for body text
+
+
+def check_contrast(page: Any, color_scheme: str) -> None:
+    """The page shows in the colour scheme given, and every visible text, collapsed blocks opened, reads at
+    MIN_CONTRAST against its background."""
+    theme = page.evaluate("() => document.documentElement.dataset.theme")
+    assert theme == color_scheme, f"page is {theme!r} on a {color_scheme} system"
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
+                           ".every(el => el.dataset.laidOut === 'true' && el.dataset.theme === "
+                           f"'{color_scheme}')", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    report = page.evaluate(_CONTRAST_REPORT, MIN_CONTRAST)
+    assert report["checked"] > 10, f"too few texts checked: {report}"
+    assert not report["count"], (f"{report['count']} texts under {MIN_CONTRAST}:1 ({color_scheme}, "
+                                 f"{page.viewport_size['width']} px): {report['bad']}")
+
+
 # ---------------------------------------------------------------- tests
 
 def test_site_builds(site: Path) -> None:
@@ -281,15 +361,21 @@ _ICON_STATUS = """() => fetch((document.querySelector('link[rel~="icon"]') || {}
     .then(r => r.status, () => 0)"""
 
 
-def check_page_offline(context: Any, url: str, local: str) -> None:
-    """Open url: nothing loads from outside `local`, no errors are logged, charts and math render, and the
-    tab icon a desktop browser would fetch is there."""
-    page, log = open_page(context, url, local)
+def check_page_offline(context: Any, url: str, local: str, color_scheme: str = "light",
+                       widths: tuple[int, ...] = (1280,)) -> None:
+    """Open url in the colour scheme given: nothing loads from outside `local`, no errors or warnings are
+    logged, charts and math render, the tab icon a desktop browser would fetch is there, the page shows in
+    that scheme, and at each width every text reads at 4.5:1 against what is behind it."""
+    page, log = open_page(context, url, local, color_scheme, widths[0])
     try:
         check_charts(page)
         check_math(page)
         if url.startswith("http"):
             assert page.evaluate(_ICON_STATUS) == 200, f"{url}: the tab icon is missing"
+        for width in widths:
+            if width != widths[0]:
+                page.set_viewport_size({"width": width, "height": 900})
+            check_contrast(page, color_scheme)
         settle(page)
         assert not log.problems(), "\n".join(log.problems())
     finally:
@@ -298,8 +384,16 @@ def check_page_offline(context: Any, url: str, local: str) -> None:
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_page_offline(browser_context: Any, server: str, doc: str) -> None:
-    """The page loads nothing from outside the site, logs no errors, and its charts and math render."""
+    """The page loads nothing from outside the site, logs no errors or warnings, its charts and math render,
+    and every text reads (light mode, the default of a system with no dark setting)."""
     check_page_offline(browser_context, f"{server}{doc}.html", server)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_page_in_dark_mode(browser_context: Any, server: str, doc: str) -> None:
+    """On a system set to dark the page opens dark, charts included (drawn with dark guides), logs nothing,
+    and every text reads at 4.5:1, at desktop and phone widths."""
+    check_page_offline(browser_context, f"{server}{doc}.html", server, "dark", WIDTHS)
 
 
 _CONTROLS = ".vega-bind input[type=range], .vega-bind select, .vega-bind input[type=radio]"
@@ -435,12 +529,98 @@ _OVERFLOW_REPORT = """(MIN_SCALE) => {
 }"""
 
 
+# Every table of the article, collapsed blocks opened: it sits in a frame no wider than the column; a table
+# wider than its frame scrolls in it (nothing is out of reach) and the frame shows it (a shadow on the side
+# with more); no cell clips its text; captions are whole.
+_TABLE_REPORT = """() => {
+    document.querySelectorAll('article.bd-article details').forEach(d => { d.open = true; });
+    const main = document.querySelector('article.bd-article');
+    const limit = main.getBoundingClientRect().right + 1;
+    const out = [];
+    let tables = 0, scrolling = 0;
+    for (const table of main.querySelectorAll('table')) {
+        const scroller = table.closest('.latch-table-scroll'), frame = table.closest('.latch-table-frame');
+        const label = table.textContent.trim().replace(/\\s+/g, ' ').slice(0, 40);
+        if (!scroller || !frame) { out.push('table outside a frame: ' + label); continue; }
+        tables++;
+        if (scroller.getBoundingClientRect().right > limit) out.push('frame wider than the column: ' + label);
+        if (scroller.scrollWidth > scroller.clientWidth + 1) {
+            scrolling++;
+            if (!['auto', 'scroll'].includes(getComputedStyle(scroller).overflowX)) out.push('cut, no scrolling: ' + label);
+            const edge = getComputedStyle(frame, '::after');
+            if (!frame.classList.contains('latch-more-right') || Number(edge.opacity) < 0.99 || edge.content === 'none')
+                out.push('no sign that it scrolls: ' + label);
+        }
+        for (const cell of table.querySelectorAll('th, td'))
+            if (cell.scrollWidth > cell.clientWidth + 1 && getComputedStyle(cell).overflow !== 'visible')
+                out.push('cut cell: ' + cell.textContent.slice(0, 40));
+    }
+    for (const cap of main.querySelectorAll('caption, .latch-table-caption')) {
+        const r = cap.getBoundingClientRect();
+        if (r.width > 0 && (r.right > limit || cap.scrollWidth > cap.clientWidth + 1))
+            out.push('caption cut: ' + cap.textContent.slice(0, 60));
+    }
+    return {items: out, tables: tables, scrolling: scrolling};
+}"""
+
+
+def check_tables(page: Any, doc: str, width: int) -> None:
+    """Every table of the page fits the column or scrolls in a frame that shows it, its caption whole."""
+    page.evaluate("() => document.querySelectorAll('article.bd-article details').forEach(d => { d.open = true; })")
+    page.wait_for_timeout(400)  # the frames' shadows fade in
+    report = page.evaluate(_TABLE_REPORT)
+    assert not report["items"], f"{doc} at {width} px: {report['items']}"
+
+
+# The lines a title may take: a chapter title on a phone, a navigation entry at any width.
+MAX_TITLE_LINES = {"h1": 4, "nav": 3}
+
+# For each element matched: how many lines its text takes, and how many line breaks fall inside a word (a
+# break is fine after a space, an underscore, a dot, a hyphen, a slash or a comma; "NESTING_TRANSACTION_FUL / L"
+# is not).
+_TITLE_LINES = """(selector) => [...document.querySelectorAll(selector)].filter(el => el.getClientRects().length
+        && el.getBoundingClientRect().width > 0).map(el => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let top = null, before = ' ', lines = 0, inWord = 0;
+    while (walker.nextNode()) {
+        const node = walker.currentNode;
+        for (let i = 0; i < node.nodeValue.length; i++) {
+            const ch = node.nodeValue[i];
+            if (/\\s/.test(ch)) { before = ' '; continue; }
+            const range = document.createRange();
+            range.setStart(node, i); range.setEnd(node, i + 1);
+            const r = range.getBoundingClientRect();
+            if (!r.height) continue;
+            if (top === null || r.top > top + r.height / 2) {
+                lines++;
+                if (top !== null && !/[\\s_.\\-\\/,:;(]/.test(before)) inWord++;
+            }
+            top = r.top; before = ch;
+        }
+    }
+    return {text: el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 60), lines: lines, inWord: inWord};
+})"""
+
+
+def check_titles(page: Any, selector: str, max_lines: int | None) -> list[dict[str, Any]]:
+    """No title matched breaks inside a word, and (if max_lines) none takes more lines; returns the report."""
+    report = page.evaluate(_TITLE_LINES, selector)
+    broken = [r for r in report if r["inWord"]]
+    assert not broken, f"titles broken inside a word: {broken}"
+    if max_lines is not None:
+        long = [r for r in report if r["lines"] > max_lines]
+        assert not long, f"titles over {max_lines} lines: {long}"
+    return report
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, width: int) -> None:
     """At desktop and phone widths no chart, heading, input row or table cell is cut off by the text column, no
     chart shrinks below half its size (two-panel explorers stack instead), the page does not scroll sideways,
-    and a chapter with a height budget keeps to it."""
+    and a chapter with a height budget keeps to it; every table fits or scrolls in a frame that shows it, with
+    its caption whole; headings break only between words (a chapter title takes at most four lines on a
+    phone); and the page logs no error or warning at that width (light mode; dark is test_page_in_dark_mode)."""
     page, log = open_page(browser_context, f"{server}{doc}.html", server)
     try:
         page.set_viewport_size({"width": width, "height": 900})
@@ -457,6 +637,11 @@ def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, wi
         budget = MAX_HEIGHT_PX.get(doc)
         if budget is not None and width == WIDTHS[0]:
             assert report["height"] <= budget, f"{doc} is {report['height']} px tall at {width} px (budget {budget})"
+        check_titles(page, "article.bd-article h1", max_lines=MAX_TITLE_LINES["h1"] if width < 600 else None)
+        check_titles(page, "article.bd-article h2", max_lines=None)
+        check_tables(page, doc, width)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
     finally:
         page.close()
 
@@ -478,6 +663,194 @@ def test_search_lists_each_page_once_with_an_excerpt(browser_context: Any, serve
         assert not bad, f"results without a real excerpt: {bad}"
         assert not log.problems(), "\n".join(log.problems())
     finally:
+        page.close()
+
+
+# ---------------------------------------------------------------- navigation, search, print (the site's chrome)
+
+@pytest.mark.parametrize("width", (390, 700))
+def test_phone_navigation_toggles(browser_context: Any, server: str, width: int) -> None:
+    """On a phone (and a small tablet) the article header's chapter-list button opens the chapter list, whose
+    links navigate, and its contents button opens the page's contents (pydata-sphinx-theme issue 2451 left
+    both doing nothing)."""
+    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, width=width)
+    try:
+        primary = page.locator(".bd-header-article button.primary-toggle")
+        assert primary.is_visible(), "no visible chapter-list button"
+        primary.click()
+        dialog = page.locator("dialog#pst-primary-sidebar-modal")
+        page.wait_for_function("() => document.getElementById('pst-primary-sidebar-modal').open", timeout=5_000)
+        chapter = dialog.locator("a.reference[href$='05_hot_page.html']")
+        assert chapter.is_visible(), "the chapter list opened without its chapters"
+        check_titles(page, "dialog#pst-primary-sidebar-modal a.reference", max_lines=MAX_TITLE_LINES["nav"])
+        with page.expect_navigation():
+            chapter.click()
+        assert page.url.endswith("notebooks/05_hot_page.html"), page.url
+        secondary = page.locator(".bd-header-article button.secondary-toggle")
+        assert secondary.is_visible(), "no visible contents button"
+        secondary.click()
+        page.wait_for_function("() => document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        contents = page.locator("dialog#pst-secondary-sidebar-modal nav a")
+        assert contents.count() >= 3 and contents.first.is_visible(), "the contents opened empty"
+        page.keyboard.press("Escape")
+        page.wait_for_function("() => !document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+def test_navigation_titles_break_between_words(browser_context: Any, server: str) -> None:
+    """On a desktop the sidebar's chapter titles, the page's contents and the previous/next links break only
+    between words or after an identifier's underscore, no chapter entry takes more than three lines, and the
+    chapter-list button hides and shows the sidebar."""
+    page, log = open_page(browser_context, f"{server}notebooks/05_hot_page.html", server)
+    try:
+        check_titles(page, ".bd-sidebar-primary a.reference", max_lines=MAX_TITLE_LINES["nav"])
+        check_titles(page, ".bd-sidebar-secondary a, .prev-next-title", max_lines=None)
+        # The same chapter-list button on a desktop hides the sidebar and brings it back.
+        sidebar_shown = "() => getComputedStyle(document.getElementById('pst-primary-sidebar')).visibility"
+        toggle = page.locator(".bd-header-article button.primary-toggle")
+        toggle.click()
+        page.wait_for_function(f"() => ({sidebar_shown})() === 'hidden'", timeout=5_000)
+        toggle.click()
+        page.wait_for_function(f"() => ({sidebar_shown})() === 'visible'", timeout=5_000)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+# The reader's query, the page that must come up, with an excerpt holding the query.
+SEARCHES = [("8645", "notebooks/07_cci_memory_grants"), ("3933", "notebooks/03_fairness"),
+            ("OPTIMIZE_FOR_SEQUENTIAL_KEY", "notebooks/05_hot_page")]
+
+_SEARCH_RESULTS = """() => [...document.querySelectorAll('#search-results ul.search > li')].map(li => ({
+    page: li.querySelector('a').getAttribute('href').split('#')[0],
+    excerpt: (li.querySelector('p.context') || {textContent: ''}).textContent}))"""
+
+
+@pytest.mark.parametrize("where", ["server", "disk"])
+@pytest.mark.parametrize("query,doc", SEARCHES)
+def test_search_finds_numbers_and_identifiers(browser_context: Any, server: str, site: Path, query: str, doc: str,
+                                              where: str) -> None:
+    """An error number, a trace flag and an identifier each find their chapter, with an excerpt that shows the
+    term, served over HTTP and opened from disk (file://, where the page's text comes from search-text.js)."""
+    base = server if where == "server" else site.resolve().as_uri() + "/"
+    page, log = open_page(browser_context, f"{base}search.html?q={query}", base)
+    try:
+        page.wait_for_function("() => /Search finished/.test(document.body.innerText)", timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_function("() => [...document.querySelectorAll('#search-results ul.search > li')]"
+                               ".every(li => li.querySelector('p.context'))", timeout=PAGE_TIMEOUT_MS)
+        results = page.evaluate(_SEARCH_RESULTS)
+        hit = [r for r in results if r["page"] == f"{doc}.html"]
+        assert hit, f"{query!r} ({where}) did not find {doc}: {results}"
+        assert query.lower() in hit[0]["excerpt"].lower(), f"{query!r}: excerpt without it: {hit[0]['excerpt']!r}"
+        assert all(query.lower() in r["excerpt"].lower() for r in results), f"excerpts without {query!r}: {results}"
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.close()
+
+
+_PRINT_REPORT = """() => {
+    // Not shown: no box, or inside a closed <details> (its content is content-visibility: hidden).
+    const shown = (el) => el.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().height > 0;
+    const closed = [...document.querySelectorAll('article details:not([open])')];
+    return {
+        chrome: [...document.querySelectorAll('.bd-header, .bd-header-article, .bd-sidebar-primary, '
+                 + '.bd-sidebar-secondary, .bd-footer, .prev-next-area')].filter(shown).map(el => el.className),
+        controls: [...document.querySelectorAll('.vega-bindings, .vega-bind, .widget-subarea, .live-panel-note')]
+                  .filter(shown).length,
+        details: closed.length + document.querySelectorAll('article details[open]').length,
+        hidden: closed.filter(d => [...d.children].some(c => c.tagName !== 'SUMMARY' && !shown(c))).length,
+        uncut: [...document.querySelectorAll('article pre')].filter(p => shown(p) && p.scrollWidth > p.clientWidth + 1)
+               .map(p => p.textContent.slice(0, 40)),
+    };
+}"""
+
+
+def test_print_stylesheet(browser_context: Any, server: str) -> None:
+    """In print the site's chrome and the explorers' inputs are gone, every collapsed block (solutions, hidden
+    queries, dropdowns) shows its content, and no code line runs past the page; a page read in dark mode prints
+    light (white paper), its charts drawn light again, every text readable."""
+    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, "dark", width=680)
+    try:
+        check_charts(page)
+        page.emulate_media(media="print")  # the style sheet alone first: closed blocks print open
+        page.wait_for_timeout(300)
+        report = page.evaluate(_PRINT_REPORT)
+        assert report["details"] >= 3, f"the chapter has no collapsed blocks to check: {report}"
+        assert not report["chrome"], f"site chrome printed: {report['chrome']}"
+        assert not report["controls"], f"explorer controls printed: {report}"
+        assert not report["hidden"], f"collapsed blocks that print closed: {report}"
+        assert not report["uncut"], f"code lines cut in print: {report['uncut']}"
+        page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")  # what the print dialog does
+        check_contrast(page, "light")
+        page.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
+        page.emulate_media(media="screen")
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'", timeout=5_000)
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.emulate_media(media="screen")
+        page.close()
+
+
+def test_pdf_of_the_book(site: Path, tmp_path: Path) -> None:
+    """`make pdf` prints the book's pages in toc order into one PDF (here two of them): every page's text, the
+    solutions included, one bookmark per page, no link to the print server, written whole."""
+    from pypdf import PdfReader
+
+    docs = ["book/preface", "notebooks/07_cci_memory_grants"]
+    out = tmp_path / "part.pdf"
+    # The script `make pdf` runs, in its own process (it drives its own Chromium).
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_pdf.py"), "--out", str(out), *docs],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    reader = PdfReader(str(out))
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    assert len(reader.pages) >= 10, f"{len(reader.pages)} pages"
+    assert [item.title for item in reader.outline][0] == "Latch contention, modelled"
+    assert len(reader.outline) == len(docs)
+    assert "error 8645" in text and "What each chapter shows" in text
+    # A solution of chapter 7's exercises sits in a closed dropdown on the site; in the PDF it is printed.
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup((site / f"{docs[1]}.html").read_text(encoding="utf-8"), "html.parser")
+    hidden = [d.select_one(".sd-summary-content, .sd-card-body") for d in soup.select("details.sd-dropdown")]
+    words = [p.get_text(" ", strip=True)[:30] for h in hidden if h for p in h.select("p")[:1]]
+    assert words, "chapter 7 has no solution dropdowns to check"
+    squash = " ".join(text.split())
+    assert any(w and " ".join(w.split()[:4]) in squash for w in words), f"no solution printed: {words[:3]}"
+    assert [p.name for p in tmp_path.iterdir()] == ["part.pdf"], "a temporary file was left behind"
+    # No link points at the print server (gone once the PDF is written).
+    uris = [annot.get_object()["/A"].get("/URI", "") for page in reader.pages for annot in page.get("/Annots") or []
+            if "/A" in annot.get_object()]
+    assert not [u for u in uris if "127.0.0.1" in u], f"links to the print server: {uris[:5]}"
+
+
+def test_theme_switch_redraws_charts(browser_context: Any, server: str) -> None:
+    """The theme button switches the page to dark and every chart draws again with light text on the dark page;
+    and back."""
+    page, log = open_page(browser_context, f"{server}notebooks/02_convoys.html", server)
+    try:
+        check_charts(page)
+        label_fill = ("() => getComputedStyle(document.querySelector('.latch-chart svg .role-axis-label text'))"
+                      ".fill")
+        light = page.evaluate(label_fill)
+        for _ in range(3):  # the button cycles through light, dark and auto
+            if page.evaluate("() => document.documentElement.dataset.theme") == "dark":
+                break
+            page.locator(".theme-switch-button:visible").first.click()
+        page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
+                               ".every(el => el.dataset.theme === 'dark' && el.dataset.laidOut === 'true')",
+                               timeout=PAGE_TIMEOUT_MS)
+        dark = page.evaluate(label_fill)
+        assert dark != light, f"chart labels kept their colour ({light}) on the dark page"
+        check_contrast(page, "dark")
+        settle(page)
+        assert not log.problems(), "\n".join(log.problems())
+    finally:
+        page.evaluate("() => localStorage.clear()")  # the next pages follow the system setting again
         page.close()
 
 

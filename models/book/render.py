@@ -163,6 +163,8 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "    clearTimeout(resizing);\n"
         "    resizing = setTimeout(function () { if (Math.abs(el.clientWidth - laidOutAt) > 1) { draw(0); } }, 150);\n"
         "  });\n"
+        "  // The page turned light or dark (book/_static/site-chrome.js themes each draw): draw again.\n"
+        "  window.addEventListener('latch:theme', function () { draw(0); });\n"
         "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(0); }\n"
         "  else { window.addEventListener('load', function () { draw(0); }); }\n"
         "})();\n"
