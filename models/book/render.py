@@ -10,7 +10,9 @@ registers an Altair renderer named ``"offline"`` with two output forms:
   global ``vegaEmbed``. The site loads that global once per page from its own
   vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
 - **notebook** (default): the chart compiled to a Vega 5 spec (``application/vnd.vega.v5+json``) that
-  JupyterLab and VS Code draw with their own bundled Vega, a PNG of it and a plain-text line. The specs
+  JupyterLab and VS Code draw with their own bundled Vega, a PNG of it, the Vega-Lite spec itself under
+  its own version's mimetype (:data:`SPEC_MIMETYPE`, which JupyterLab 4 does not draw: it is the source,
+  for tools and tests that read a stored chart) and a plain-text line. The specs
   are Vega-Lite 6 (Altair 6) while JupyterLab 4 bundles Vega-Lite 5.6, which warns on every newer spec;
   compiled by vl-convert's Vega-Lite 5 (:data:`NOTEBOOK_VEGALITE`) they are plain Vega 5, which it draws
   as is. The PNG is there because JupyterLab's Vega renderer otherwise adds one to the output as soon as it
@@ -45,6 +47,7 @@ ENV_VAR = "LATCH_BOOK_RENDER"
 # vl-convert's newest Vega-Lite 5 (every spec feature the book uses exists in it).
 NOTEBOOK_MIMETYPE = "application/vnd.vega.v5+json"
 NOTEBOOK_VEGALITE = "5.21"
+SPEC_MIMETYPE = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json"
 EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
 # Key in a spec's usermeta: {signal name: the text each position of that range input stands for}.  Vega
 # prints a range input's raw value beside it; an explorer over an uneven grid (1, 2, 4, 8) moves over
@@ -238,14 +241,15 @@ def quick_spec(chart: Any) -> dict[str, Any]:
 
 def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
     """The mime bundle JupyterLab draws natively for a Vega-Lite spec: the spec compiled to Vega 5 (floats
-    rounded), its PNG (so JupyterLab has no PNG of its own to add) and a plain-text stand-in."""
+    rounded), its PNG (so JupyterLab has no PNG of its own to add), the spec and a plain-text stand-in."""
     import base64
 
     import vl_convert as vlc
 
-    vega = _portable(vlc.vegalite_to_vega(_portable(spec), vl_version=NOTEBOOK_VEGALITE))
+    source = _portable(spec)
+    vega = _portable(vlc.vegalite_to_vega(source, vl_version=NOTEBOOK_VEGALITE))
     png = base64.b64encode(vlc.vega_to_png(vega, scale=1)).decode("ascii")
-    return {NOTEBOOK_MIMETYPE: vega, "image/png": png, "text/plain": _describe(spec)}
+    return {NOTEBOOK_MIMETYPE: vega, SPEC_MIMETYPE: source, "image/png": png, "text/plain": _describe(spec)}
 
 
 def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
