@@ -229,3 +229,36 @@ def test_unrun_chapter_draws_its_charts_and_stays_unmodified(unrun_views: dict, 
     view = unrun_views[chapter]
     assert view["charts"] == chart_outputs(ROOT / "notebooks" / chapter), f"{chapter}: charts drawn {view['charts']}"
     assert not view["dirty"], f"{chapter} is marked modified as soon as it opens: {view['dirty']}"
+
+
+def test_execute_stores_inline_values_as_jupyterlab_myst_reads_them(tmp_path: Path) -> None:
+    """scripts/execute_notebooks.py stores each markdown cell's evaluated expressions (in order, repeats kept)
+    in the form jupyterlab-myst writes, saves the notebook as JupyterLab would, and does so byte for byte again."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    execute_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(execute_notebooks)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb.cells = [nbformat.v4.new_code_cell("x = 1234.5\nname = 'ok'"),
+                nbformat.v4.new_markdown_cell('About {eval}`f"{x:,.0f}"` rows, {eval}`name`, {eval}`f"{x:,.0f}"` again.'),
+                nbformat.v4.new_markdown_cell("No numbers here.")]
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        cell.pop("id", None)
+    path = tmp_path / "tiny.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    text = execute_notebooks.run(path)
+    path.write_text(text, encoding="utf-8")
+    assert execute_notebooks.run(path) == text  # re-executed, byte for byte the same (no timestamps, ids kept)
+    out = json.loads(text)
+    assert out["nbformat_minor"] == 5 and all(c.get("id") for c in out["cells"])
+    assert "execution" not in out["cells"][0]["metadata"]
+    assert out["metadata"]["kernelspec"]["display_name"] != "Python 3"  # the kernel's own name for itself
+    stored = out["cells"][1]["metadata"]["user_expressions"]
+    assert stored == [
+        {"expression": 'f"{x:,.0f}"', "result": {"data": {"text/plain": "'1,234'"}, "metadata": {}, "status": "ok"}},
+        {"expression": "name", "result": {"data": {"text/plain": "'ok'"}, "metadata": {}, "status": "ok"}},
+        {"expression": 'f"{x:,.0f}"', "result": {"data": {"text/plain": "'1,234'"}, "metadata": {}, "status": "ok"}},
+    ]
+    assert "user_expressions" not in out["cells"][2]["metadata"]
