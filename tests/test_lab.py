@@ -1,8 +1,13 @@
 """A chapter opened and run in JupyterLab (as `make lab` serves it) reads like the site: MyST rendered by
-jupyterlab-myst, no raw role markup, and the numbers the prose quotes evaluated in the running kernel."""
+jupyterlab-myst, no raw role markup, and the numbers the prose quotes evaluated in the running kernel.
+
+Before Run All too: every chapter opened as stored (scripts/execute_notebooks.py) shows the numbers its prose
+quotes (kept in each markdown cell's ``user_expressions``), its citations and glossary terms as text, its
+charts drawn, no console error or version warning, and is not marked modified."""
 
 from __future__ import annotations
 
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -101,3 +106,159 @@ def test_solutions_are_collapsed(lab_view: dict) -> None:
     assert not missing, f"solutions not rendered as closed dropdowns: {missing} (closed: {closed})"
     opened = [t for t in lab_view["open"] if "Solution" in t]
     assert not opened, f"solution dropdowns open on load: {opened}"
+
+
+# ---------------------------------------------------------------- before Run All
+
+CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+# The bibliography's keys that cannot be ordinary words (white2022nesting, mslearn_latch_stats; not "ciw").
+BIB_KEYS = [key for key in re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "book" / "references.bib").read_text(encoding="utf-8"),
+                                      re.M) if re.search(r"[\d_]", key)]
+# Console messages that say the lab's parts do not fit together (extension versions, Vega-Lite versions).
+VERSION_WARNINGS = ("Unsatisfied version", "No satisfying version", "Vega-Lite", "Vega v", "WARN ")
+
+
+def stored_values(path: Path) -> dict[int, list[str]]:
+    """For each markdown cell (by its index among markdown cells) with inline expressions, the text
+    jupyterlab-myst shows for each (its stored text/plain result, a string's quotes dropped), or None where
+    an expression has no stored result."""
+    out: dict[int, list[str]] = {}
+    markdown = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    for k, cell in enumerate(markdown):
+        exprs = EXPR.findall(cell.source)
+        if not exprs:
+            continue
+        stored = {e["expression"]: e["result"] for e in cell.metadata.get("user_expressions", [])}
+        texts = []
+        for expr in exprs:
+            result = stored.get(expr)
+            ok = result is not None and result.get("status") == "ok"
+            texts.append(re.sub(r"^([\"'])(.*)\1$", r"\2", result["data"]["text/plain"]) if ok else None)
+        out[k] = texts
+    return out
+
+
+def chart_outputs(path: Path) -> int:
+    """How many Vega or Vega-Lite outputs the notebook stores."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return sum(1 for c in nb["cells"] for o in c.get("outputs", [])
+               if any(m.startswith("application/vnd.vega") for m in o.get("data", {})))
+
+
+def look_unrun(lab: LabSession, name: str) -> dict:
+    """Open a notebook without running it: its markdown cells' text, console problems, drawn charts, dirty."""
+    page = lab.browser.new_page(viewport={"width": 1280, "height": 1000})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"{m.type}: {m.text[:300]}")
+            if m.type == "error" or (m.type == "warning" and any(w in m.text for w in VERSION_WARNINGS)) else None)
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
+    page.wait_for_selector(f"{CURRENT} .jp-MarkdownCell .myst", timeout=60_000)
+    page.wait_for_timeout(4000)  # markdown, charts and any late metadata change settle
+    view = {
+        "texts": page.eval_on_selector_all(
+            f"{CURRENT} .jp-MarkdownCell", "els => els.map(e => (e.querySelector('.myst') || {textContent: ''}).textContent)"),
+        "charts": page.eval_on_selector_all(f"{CURRENT} .jp-RenderedVegaCommon5",
+                                            "els => els.filter(e => e.querySelector('svg, canvas')).length"),
+        "dirty": page.eval_on_selector_all(".lm-TabBar-tab.jp-mod-dirty", "els => els.map(e => e.textContent)"),
+        "problems": problems,
+    }
+    page.close()
+    return view
+
+
+@pytest.fixture(scope="module")
+def unrun_views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every chapter opened as stored, without running anything; and chapter 1 again with its stored
+    expressions removed (what the test must catch)."""
+    bare = nbformat.read(CHAPTER, as_version=4)
+    for cell in bare.cells:
+        cell.metadata.pop("user_expressions", None)
+    bare_path = tmp_path_factory.mktemp("bare") / "bare.ipynb"
+    nbformat.write(bare, bare_path)
+
+    def look() -> dict[str, dict]:
+        with LabSession() as lab:
+            views = {p.name: look_unrun(lab, lab.add_notebook(p.name, p)) for p in CHAPTERS}
+            views["bare"] = look_unrun(lab, lab.add_notebook("bare.ipynb", bare_path))
+            return views
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(look).result()
+
+
+def missing_numbers(path: Path, texts: list[str]) -> list[tuple[int, str]]:
+    """(markdown cell, expression) for each inline expression with no stored value, or whose value the
+    rendered cell does not show, or in a cell that still shows an expression's code."""
+    markdown = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    missing = []
+    for k, values in stored_values(path).items():
+        text = texts[k] if k < len(texts) else ""
+        for expr, value in zip(EXPR.findall(markdown[k]), values):
+            if value is None or value not in text or "quoted." in text:
+                missing.append((k, expr))
+    return missing
+
+
+@pytest.mark.parametrize("chapter", [p.name for p in CHAPTERS])
+def test_unrun_chapter_shows_its_numbers(unrun_views: dict, chapter: str) -> None:
+    path = ROOT / "notebooks" / chapter
+    assert sum(map(len, stored_values(path).values())) >= 20, "the chapter's prose quotes numbers"
+    missing = missing_numbers(path, unrun_views[chapter]["texts"])
+    assert not missing, (f"{chapter} opened before Run All shows code or nothing for (cell, expression): {missing[:8]}"
+                         " (re-run `make execute` to store the values)")
+
+
+def test_the_check_catches_missing_expressions(unrun_views: dict) -> None:
+    """The chapter with its stored values removed shows code where its numbers belong, and the check says so."""
+    assert "quoted." in "".join(unrun_views["bare"]["texts"])
+    assert missing_numbers(CHAPTER, unrun_views["bare"]["texts"])
+
+
+@pytest.mark.parametrize("chapter", [p.name for p in CHAPTERS])
+def test_unrun_chapter_reads_as_text(unrun_views: dict, chapter: str) -> None:
+    view = unrun_views[chapter]
+    raw = sorted({mark for text in view["texts"] for mark in RAW if mark in text})
+    keys = sorted({key for text in view["texts"] for key in BIB_KEYS if re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", text)})
+    assert not raw and not keys, f"{chapter} shows raw markup {raw} or citation keys {keys}"
+    assert not view["problems"], f"{chapter}: console problems on open: {view['problems'][:5]}"
+
+
+@pytest.mark.parametrize("chapter", [p.name for p in CHAPTERS])
+def test_unrun_chapter_draws_its_charts_and_stays_unmodified(unrun_views: dict, chapter: str) -> None:
+    view = unrun_views[chapter]
+    assert view["charts"] == chart_outputs(ROOT / "notebooks" / chapter), f"{chapter}: charts drawn {view['charts']}"
+    assert not view["dirty"], f"{chapter} is marked modified as soon as it opens: {view['dirty']}"
+
+
+def test_execute_stores_inline_values_as_jupyterlab_myst_reads_them(tmp_path: Path) -> None:
+    """scripts/execute_notebooks.py stores each markdown cell's evaluated expressions (in order, repeats kept)
+    in the form jupyterlab-myst writes, saves the notebook as JupyterLab would, and does so byte for byte again."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    execute_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(execute_notebooks)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb.cells = [nbformat.v4.new_code_cell("x = 1234.5\nname = 'ok'"),
+                nbformat.v4.new_markdown_cell('About {eval}`f"{x:,.0f}"` rows, {eval}`name`, {eval}`f"{x:,.0f}"` again.'),
+                nbformat.v4.new_markdown_cell("No numbers here.")]
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        cell.pop("id", None)
+    path = tmp_path / "tiny.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    text = execute_notebooks.run(path)
+    path.write_text(text, encoding="utf-8")
+    assert execute_notebooks.run(path) == text  # re-executed, byte for byte the same (no timestamps, ids kept)
+    out = json.loads(text)
+    assert out["nbformat_minor"] == 5 and all(c.get("id") for c in out["cells"])
+    assert "execution" not in out["cells"][0]["metadata"]
+    assert out["metadata"]["kernelspec"]["display_name"] != "Python 3"  # the kernel's own name for itself
+    stored = out["cells"][1]["metadata"]["user_expressions"]
+    assert stored == [
+        {"expression": 'f"{x:,.0f}"', "result": {"data": {"text/plain": "'1,234'"}, "metadata": {}, "status": "ok"}},
+        {"expression": "name", "result": {"data": {"text/plain": "'ok'"}, "metadata": {}, "status": "ok"}},
+        {"expression": 'f"{x:,.0f}"', "result": {"data": {"text/plain": "'1,234'"}, "metadata": {}, "status": "ok"}},
+    ]
+    assert "user_expressions" not in out["cells"][2]["metadata"]

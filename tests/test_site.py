@@ -1043,3 +1043,48 @@ def test_fairness_comparison_table_reads_whole(browser_context: Any, server: str
         assert "basis" in fit["headers"], fit["headers"]
     finally:
         page.close()
+
+
+# ---------------------------------------------------------------- citations (issue 33)
+
+def citation_links(page: Path) -> list[tuple[str, str]]:
+    """(label text, reference id) for every link on a built page into the references page's entries:
+    sphinxcontrib-bibtex's citations and the notebooks' Markdown citation links alike."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    main = soup.find("main") or soup
+    out = []
+    for a in main.find_all("a", href=True):
+        path, _, anchor = a["href"].partition("#")
+        if (path.endswith("references.html") or (page.name == "references.html" and not path)) and anchor.startswith("cite-"):
+            out.append((" ".join(a.get_text().split()), anchor))
+    return out
+
+
+def test_every_citation_label_names_one_reference(site: Path) -> None:
+    """A citation's label stands for exactly one reference, on every page, and is that reference's label in
+    the references list; the list itself shows no raw LaTeX."""
+    from bs4 import BeautifulSoup
+
+    refs = BeautifulSoup((site / "book" / "references.html").read_text(encoding="utf-8"), "html.parser")
+    listed = {}
+    for entry in refs.select("main [role='doc-biblioentry'], main .citation"):
+        label = entry.find(class_="label")
+        if entry.get("id", "").startswith("cite-") and label is not None:
+            listed[entry["id"]] = label.get_text().strip("[] ")
+    assert len(listed) >= 60 and len(set(listed.values())) == len(listed), (
+        f"labels shared in the references: {sorted(v for v in listed.values() if list(listed.values()).count(v) > 1)}")
+    text = (refs.find("main") or refs).get_text()
+    assert "$" not in text and "\\" not in text, "raw LaTeX in the references page"
+    by_label: dict[str, set[str]] = {}
+    wrong = []
+    pages = sorted(site.glob("book/*.html")) + sorted(site.glob("notebooks/*.html"))
+    for page in pages:
+        for label, ref_id in citation_links(page):
+            by_label.setdefault(label, set()).add(ref_id)
+            if listed.get(ref_id) != label:
+                wrong.append(f"{page.name}: '{label}' -> {ref_id} (listed as {listed.get(ref_id)!r})")
+    assert sum(len(v) for v in by_label.values()) >= 40, f"too few citations found: {by_label}"
+    shared = {label: ids for label, ids in by_label.items() if len(ids) > 1}
+    assert not shared and not wrong, f"ambiguous citations {shared}; mislabelled {wrong[:10]}"

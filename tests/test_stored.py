@@ -56,9 +56,13 @@ def test_glue_refuses_a_name_the_prose_cannot_read():
 
 def test_chart_data_is_rounded_in_the_spec():
     spec = {"data": {"values": [{"y": 0.1434761116101261}, {"y": float("nan")}, {"y": 3}]}}
+    spec = {"mark": "point", "encoding": {"y": {"field": "y", "type": "quantitative"}}, **spec}
     out = render.offline_renderer(spec)[render.NOTEBOOK_MIMETYPE]
-    assert out["data"]["values"] == [{"y": 0.143476}, {"y": None}, {"y": 3}]
-    nudged = {"data": {"values": [{"y": 0.1434761126205209}, {"y": float("nan")}, {"y": 3}]}}
+    assert out["$schema"].endswith("/vega/v5.json")  # the Vega JupyterLab bundles draws it as is
+    assert out["data"][0]["values"] == [{"y": 0.143476}, {"y": None}, {"y": 3}]
+    source = render.offline_renderer(spec)[render.SPEC_MIMETYPE]  # the Vega-Lite spec, stored beside it
+    assert source["data"]["values"] == [{"y": 0.143476}, {"y": None}, {"y": 3}]
+    nudged = {**spec, "data": {"values": [{"y": 0.1434761126205209}, {"y": float("nan")}, {"y": 3}]}}
     assert render.chart_id(spec) == render.chart_id(nudged)
 
 

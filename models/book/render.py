@@ -9,10 +9,16 @@ registers an Altair renderer named ``"offline"`` with two output forms:
   notebook gives byte-identical output) and a small script that calls the
   global ``vegaEmbed``. The site loads that global once per page from its own
   vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
-- **notebook** (default): the Vega-Lite JSON mimetype that JupyterLab and
-  VS Code render with their own bundled Vega, plus a plain-text line.
-  JupyterLab ranks ``text/html`` above Vega-Lite, so the notebook form must
-  not carry HTML or the chart would be a script looking for a missing global.
+- **notebook** (default): the chart compiled to a Vega 5 spec (``application/vnd.vega.v5+json``) that
+  JupyterLab and VS Code draw with their own bundled Vega, a PNG of it, the Vega-Lite spec itself under
+  its own version's mimetype (:data:`SPEC_MIMETYPE`, which JupyterLab 4 does not draw: it is the source,
+  for tools and tests that read a stored chart) and a plain-text line. The specs
+  are Vega-Lite 6 (Altair 6) while JupyterLab 4 bundles Vega-Lite 5.6, which warns on every newer spec;
+  compiled by vl-convert's Vega-Lite 5 (:data:`NOTEBOOK_VEGALITE`) they are plain Vega 5, which it draws
+  as is. The PNG is there because JupyterLab's Vega renderer otherwise adds one to the output as soon as it
+  draws a chart, which marks a notebook modified the moment it opens (nbval skips PNGs). JupyterLab ranks
+  ``text/html`` above Vega, so the notebook form must not carry HTML or the chart would be a script looking
+  for a missing global.
 
 Both forms are pure functions of the spec, with every float rounded to
 :data:`models.book.stored.CHART` significant digits, so nbval's stored outputs
@@ -37,9 +43,11 @@ from models.book.stored import CHART, significant
 
 RENDERER_NAME = "offline"
 ENV_VAR = "LATCH_BOOK_RENDER"
-# JupyterLab 4 and VS Code register Vega-Lite renderers for the v5 mimetype (Altair 6 emits v6 specs,
-# which their Vega-Lite 5 draws: the spec features the book uses exist in both).
-NOTEBOOK_MIMETYPE = "application/vnd.vegalite.v5+json"
+# JupyterLab 4 and VS Code draw Vega 5 specs natively; the book's Vega-Lite 6 specs are compiled down with
+# vl-convert's newest Vega-Lite 5 (every spec feature the book uses exists in it).
+NOTEBOOK_MIMETYPE = "application/vnd.vega.v5+json"
+NOTEBOOK_VEGALITE = "5.21"
+SPEC_MIMETYPE = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json"
 EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
 # Key in a spec's usermeta: {signal name: the text each position of that range input stands for}.  Vega
 # prints a range input's raw value beside it; an explorer over an uneven grid (1, 2, 4, 8) moves over
@@ -234,15 +242,23 @@ def quick_spec(chart: Any) -> dict[str, Any]:
 
 
 def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
-    """The mime bundle JupyterLab draws natively (Vega-Lite JSON) for a spec, with a plain-text stand-in."""
-    return {NOTEBOOK_MIMETYPE: spec, "text/plain": _describe(spec)}
+    """The mime bundle JupyterLab draws natively for a Vega-Lite spec: the spec compiled to Vega 5 (floats
+    rounded), its PNG (so JupyterLab has no PNG of its own to add), the spec and a plain-text stand-in."""
+    import base64
+
+    import vl_convert as vlc
+
+    source = _portable(spec)
+    vega = _portable(vlc.vegalite_to_vega(source, vl_version=NOTEBOOK_VEGALITE))
+    png = base64.b64encode(vlc.vega_to_png(vega, scale=1)).decode("ascii")
+    return {NOTEBOOK_MIMETYPE: vega, SPEC_MIMETYPE: source, "image/png": png, "text/plain": _describe(spec)}
 
 
 def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
-    """The 'offline' Altair renderer: site HTML during the book build, the Vega-Lite mimetype otherwise."""
+    """The 'offline' Altair renderer: site HTML during the book build, the notebook bundle otherwise."""
     if site_build():
         return {"text/html": site_html(spec, metadata.get("embed_options")), "text/plain": _describe(spec)}
-    return {NOTEBOOK_MIMETYPE: _portable(spec), "text/plain": _describe(spec)}
+    return notebook_bundle(spec)
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
