@@ -64,8 +64,8 @@ book: install
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
 	$(PY) scripts/build_site.py
 
-# The book as one PDF (scripts/build_pdf.py): builds the site first if _build/html is missing; offline.
-pdf: install system-deps
+# The book as one PDF (scripts/build_pdf.py), printed from a site built from clean just before; offline.
+pdf: book system-deps
 	$(PY) scripts/build_pdf.py
 
 # One pytest run on $(JOBS) processes. --dist loadfile keeps each notebook (nbval runs its cells in
@@ -77,8 +77,9 @@ test: install system-deps
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  tests notebooks
 
+# Rooted at the project, opened on notebooks/: a chapter's citation and glossary links (../book/*.md) open in the lab.
 lab: install vendor
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(if $(SUDO),,--allow-root)
 
 sweep: install
 	@names="$$($(PY) -c 'from models.book.sweep import studies, sweeps; print(" ".join(sorted([*sweeps(), *studies()])))')"; \

@@ -20,9 +20,7 @@ import difflib
 import inspect
 import json
 import os
-import shutil
 import sys
-import textwrap
 import time
 import warnings
 from typing import Any, Callable
@@ -31,13 +29,20 @@ import pandas as pd
 
 import models
 from models.calibration import WAKEUP_BAND_US
+from models.engine.cache import cache_counts, engine_cache_dir, engine_cache_is_cold
 from models.params import RUN_OPTIONS, Param, ParameterError
 from models.result import Result
 from models.scenarios.base import Scenario
+from models.text_columns import (
+    DEFAULT_WIDTH, column_widths, columns, output_width, reflow, reflowed, wrap, wrapped,
+)
 
-COMPILING = ("compiling the engine (about 30 s, once; `python -m models warm`, which `make install` runs, "
+COMPILE_TIME = "about 30 s"  # what compiling the whole engine takes on a 2-core machine (benchmarks/first_run.py)
+COMPILING = (f"compiling the engine ({COMPILE_TIME}, once; `python -m models warm`, which `make install` runs, "
              "does it ahead)...")
-WARM_EVENTS = 2_000  # events each scenario runs to warm the cache: enough to reach every compiled kernel
+# Events each scenario runs to warm the cache. Numba compiles a kernel with everything it calls, so running
+# each scenario at all reaches its kernels: the count only keeps the warm-up short.
+WARM_EVENTS = 2_000
 
 # models.run's other keywords, refused by name: the scenario is named before the assignments, and
 # progress takes a Python function.
@@ -114,89 +119,6 @@ def _rows(entries: tuple[Param, ...]) -> list[tuple[str, ...]]:
     return [(p.name, _default_text(p), p.allowed(), p.help) for p in entries]
 
 
-def _aligned(rows: list[tuple[str, ...]], widths: list[int] | None = None) -> list[str]:
-    """``rows`` as indented lines, each column but the last padded to the widest entry (or ``widths``)."""
-    if not rows:
-        return []
-    widths = widths or _widths(rows)
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows]
-
-
-def _widths(rows: list[tuple[str, ...]]) -> list[int]:
-    """The width of each column but the last."""
-    return [max(len(row[k]) for row in rows) for k in range(len(rows[0]) - 1)]
-
-
-DEFAULT_WIDTH = 100  # columns when the output is not a terminal (a file, a pipe)
-MIN_WIDTH = 40
-BELOW = " " * 6  # the indent of text that goes on the lines below its entry
-MIN_ROOM = 24  # the fewest columns a last column too long to fit may wrap in beside its entry, not below
-
-
-def output_width(stream: Any = None) -> int:
-    """The columns text is wrapped to: $COLUMNS if set, else the terminal's width, else DEFAULT_WIDTH."""
-    stream = stream or sys.stdout
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return max(int(columns), MIN_WIDTH)
-    try:
-        if stream.isatty():
-            return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, MIN_WIDTH)
-    except (AttributeError, OSError, ValueError):  # a closed or replaced stream
-        pass
-    return DEFAULT_WIDTH
-
-
-def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """``text`` wrapped to ``width`` after the indent ``first``, then ``rest``; never inside a word or at a hyphen."""
-    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
-                         break_on_hyphens=False) or [first.rstrip()]
-
-
-def _wrapped(rows: list[tuple[str, ...]], width: int, widths: list[int] | None = None, *,
-             last_below: bool = False) -> list[str]:
-    """``rows`` as lines of at most ``width`` columns (a word longer than the room excepted).
-
-    The leading columns are aligned (to ``widths`` if given); the last is wrapped in the room to their
-    right, or on indented lines below when the room is narrow.  With ``last_below`` each row's last
-    column always goes on the lines below, and the one before it is the one wrapped beside the others.
-    """
-    if not rows:
-        return []
-    below = [row[-1] for row in rows] if last_below else [""] * len(rows)
-    body = [row[:-1] for row in rows] if last_below else rows
-    widths = widths or _widths(body)
-    lines: list[str] = []
-    for row, extra in zip(body, below):
-        *lead, last = row
-        head = "  " + "".join(cell.ljust(w) + "  " for cell, w in zip(lead, widths))
-        if width - len(head) >= min(MIN_ROOM, len(last)):  # it fits beside, or wraps in room enough
-            lines += _wrap(last, width, head, " " * len(head))
-        else:  # too narrow beside the entry: the leading cells on one line, the rest below
-            lines += _wrap("  ".join(cell for cell in lead if cell), width, "  ", BELOW)
-            lines += _wrap(last, width, BELOW, BELOW)
-        if extra:
-            lines += _wrap(extra, width, BELOW, BELOW)
-    return lines
-
-
-def reflow(text: str, width: int) -> str:
-    """``text`` with each line longer than ``width`` wrapped, its continuation indented under its own text.
-
-    A line ``  - item`` continues under ``item``; any other indented line four columns in from its indent.
-    """
-    out: list[str] = []
-    for line in text.split("\n"):
-        if len(line) <= width:
-            out.append(line)
-            continue
-        indent = line[:len(line) - len(line.lstrip())]
-        bullet = "- " if line.lstrip().startswith("- ") else ""
-        rest = " " * (len(indent) + (len(bullet) or 4))
-        out += _wrap(line.strip(), width, indent, rest)
-    return "\n".join(out)
-
-
 def _list_text(width: int = DEFAULT_WIDTH) -> str:
     """Every scenario with its parameters, then the run options, wrapped to ``width`` columns.
 
@@ -206,8 +128,8 @@ def _list_text(width: int = DEFAULT_WIDTH) -> str:
     catalogue = models.scenarios()
     sections = [(f"{name}: {s.doc}", _rows(s.params)) for name, s in catalogue.items()]
     sections.append(("run options (any scenario, set like a parameter):", _rows(RUN_OPTIONS)))
-    widths = _widths([row[:-1] for _, rows in sections for row in rows])
-    return "\n\n".join("\n".join([*_wrap(title, width, "", ""), *_wrapped(rows, width, widths, last_below=True)])
+    widths = column_widths([row[:-1] for _, rows in sections for row in rows])
+    return "\n\n".join("\n".join([*wrap(title, width, "", ""), *wrapped(rows, width, widths, last_below=True)])
                        for title, rows in sections) + "\n"
 
 
@@ -228,8 +150,8 @@ def _run_epilog() -> str:
     width = output_width()
     scenarios = [(name, s.doc) for name, s in models.scenarios().items()]
     return "\n".join(["run options (any scenario, set like a parameter):",
-                      *_wrapped(_rows(RUN_OPTIONS), width, last_below=True), "",
-                      "scenarios (python -m models list shows each one's parameters):", *_wrapped(scenarios, width)])
+                      *wrapped(_rows(RUN_OPTIONS), width, last_below=True), "",
+                      "scenarios (python -m models list shows each one's parameters):", *wrapped(scenarios, width)])
 
 
 def _sweep_epilog() -> str:
@@ -242,67 +164,10 @@ def _sweep_epilog() -> str:
     rows = [(name, f"{len(tasks(grid)):,} runs", first_line(grid.doc)) for name, grid in sweeps().items()]
     rows += [(name, "study", first_line(study.doc)) for name, study in studies().items()]
     return "\n".join(["sweeps (grids of runs) and studies, from models/book/sweeps/:",
-                      *_wrapped(sorted(rows), output_width())])
+                      *wrapped(sorted(rows), output_width())])
 
 
 # ----------------------------------------------------------------------------- run
-
-
-def engine_cache_is_cold() -> bool:
-    """Whether a run will first compile the event loop: numba has no machine code cached for it yet.
-
-    Looks up the main kernel (:func:`models.engine.loop.run_events`) in numba's
-    cache index for this machine and this source, as numba does before it
-    compiles.  Anything unexpected (the cache API is numba's private one)
-    counts as warm, so the hint never stops a run.
-    """
-    from numba import types
-
-    from models.engine.loop import run_events
-
-    try:
-        if run_events.overloads:  # compiled or loaded in this process already
-            return False
-        cache = run_events._cache
-        key = cache._index_key((types.int64,) * 3, run_events.targetctx.codegen())
-        return key not in cache._cache_file._load_index()
-    except Exception:
-        return False
-
-
-def engine_kernels() -> dict[str, Any]:
-    """Every compiled kernel (numba dispatcher) defined in models/engine/, by ``module.name``."""
-    import importlib
-    import pkgutil
-
-    from numba.core.registry import CPUDispatcher
-
-    import models.engine
-
-    found = {}
-    for info in pkgutil.iter_modules(models.engine.__path__):
-        module = importlib.import_module(f"models.engine.{info.name}")
-        for name, value in vars(module).items():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                found[f"{info.name}.{name}"] = value
-    return found
-
-
-def cache_counts() -> tuple[int, int]:
-    """(kernels loaded from numba's cache, kernels compiled) in this process so far, over the whole engine."""
-    kernels = engine_kernels().values()
-    return (sum(sum(k.stats.cache_hits.values()) for k in kernels),
-            sum(sum(k.stats.cache_misses.values()) for k in kernels))
-
-
-def engine_cache_dir() -> str:
-    """Where numba keeps the engine's compiled kernels (models/engine/__pycache__, or NUMBA_CACHE_DIR)."""
-    from models.engine.loop import run_events
-
-    try:
-        return run_events._cache._cache_path  # numba's private API: any surprise falls back to the rule
-    except AttributeError:
-        return os.environ.get("NUMBA_CACHE_DIR") or "models/engine/__pycache__"
 
 
 def warm(out: Any = None) -> tuple[int, int]:
@@ -314,7 +179,7 @@ def warm(out: Any = None) -> tuple[int, int]:
     out = out or sys.stderr
     start = time.monotonic()
     cold = engine_cache_is_cold()
-    print(f"engine cache ({engine_cache_dir()}): " + ("cold, compiling the engine (about 30 s, once per machine "
+    print(f"engine cache ({engine_cache_dir()}): " + (f"cold, compiling the engine ({COMPILE_TIME}, once per machine "
           "and per edit of models/engine/)" if cold else "checking every scenario loads from it"), file=out, flush=True)
     for name in models.scenarios():
         began = time.monotonic()
@@ -414,11 +279,6 @@ def _number_text(x: Any, unit: str) -> str:
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
 
-def _columns(rows: list[tuple[str, ...]], width: int | None) -> list[str]:
-    """``rows`` aligned on one line each (``width`` None), or wrapped to ``width`` with the last column below."""
-    return _aligned(rows) if width is None else _wrapped(rows, width, last_below=True)
-
-
 def fit_text(f: Any, width: int | None = None) -> str:
     """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined.
 
@@ -427,7 +287,7 @@ def fit_text(f: Any, width: int | None = None) -> str:
     lines = [f"diagnosis: {f.diagnosis.name}" + (f" -> scenario {f.scenario}" if f.scenario else ""), "evidence:"]
     lines += [f"  - {e}" for e in f.diagnosis.evidence]
     if f.scenario is None:
-        return _reflowed("\n".join(lines) + "\n", width)
+        return reflowed("\n".join(lines) + "\n", width)
     lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     lines.append(f"  ({f.ranges})")
@@ -435,20 +295,15 @@ def fit_text(f: Any, width: int | None = None) -> str:
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
-    lines += _columns(rows, width)
+    lines += columns(rows, width)
     if f.misfit:
         lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
         lines += [f"  - {text}" for text in f.misfit]
     if f.undetermined:
         lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
-        lines += _columns([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
+        lines += columns([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
                            for u in f.undetermined], width)
-    return _reflowed("\n".join(lines) + "\n", width)
-
-
-def _reflowed(text: str, width: int | None) -> str:
-    """``text`` as it is (``width`` None), or with its long lines wrapped (:func:`reflow`)."""
-    return text if width is None else reflow(text, width)
+    return reflowed("\n".join(lines) + "\n", width)
 
 
 def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
@@ -466,13 +321,12 @@ def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
              f"x{r.vs_now:.2f}", *([f"band x{r.band_low:.2f} to x{r.band_high:.2f}" if r.band_low == r.band_low
                                     else "" ] if banded else []),
              f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
-    lines += _columns(rows, width)
+    lines += columns(rows, width)
     skipped = table[table["throughput"].isna()]
     if len(skipped):
         lines.append("not applicable:")
-        lines += _aligned([(r.change, r.note) for r in skipped.itertuples()]) if width is None else \
-            _wrapped([(r.change, r.note) for r in skipped.itertuples()], width)
-    return _reflowed("\n".join(lines) + "\n", width)
+        lines += columns([(r.change, r.note) for r in skipped.itertuples()], width, last_below=False)
+    return reflowed("\n".join(lines) + "\n", width)
 
 
 def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
@@ -566,8 +420,8 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-TOP_EPILOG = """\
-a first run compiles the engine (about 30 s, once per machine and per edit of models/engine/);
+TOP_EPILOG = f"""\
+a first run compiles the engine ({COMPILE_TIME}, once per machine and per edit of models/engine/);
 `python -m models warm` does it ahead, and `make install` (so `make book`, `make test`) runs it.
 
 examples:
@@ -596,7 +450,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("warm", help="compile the engine into its cache now, so that no later run waits for it",
                             description="Compile the engine's kernels into numba's cache (models/engine/__pycache__), "
                                         "or check that every scenario loads them from there: a tiny run of each. "
-                                        "About 30 s the first time, a second or two after; `make install` runs it.")
+                                        f"{COMPILE_TIME.capitalize()} the first time, a second or two after; "
+                                        "`make install` runs it.")
     p_sweep = sub.add_parser("sweep", help="precompute a sweep (or a study) into book/data/NAME.csv",
                              description="Run the sweep (a grid of replicated runs) or study NAME and write "
                                          "book/data/NAME.csv, whole.",

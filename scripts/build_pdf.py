@@ -7,36 +7,28 @@ blocks are opened (solutions, hidden queries, dropdowns), links to the site's
 other pages become text (they would point at the print server) and Chromium
 prints it with the site's print style sheet (book/_static/book.css: no site chrome, no
 explorer inputs, wrapped code). The pages are merged with pypdf, one bookmark
-per page, and written whole to _build/book.pdf. Builds the site first if
-_build/html is missing.
+per page, and written whole to _build/book.pdf. `make pdf` builds the site from clean first, so the PDF
+never prints a stale build.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import io
-import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from site_tools import CHROMIUM, CHROMIUM_ARGS, HTML, ROOT, serve, toc_docs  # noqa: E402
 
 from models.files import write_bytes_atomic  # noqa: E402
 
-HTML = ROOT / "_build" / "html"
 PDF = ROOT / "_build" / "book.pdf"
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 # An A4 sheet less 15 mm margins each side is 180 mm, 680 CSS px: the charts are laid out for that width.
 COLUMN_PX = 680
 MARGIN = {"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"}
@@ -55,48 +47,12 @@ _UNLINK_OTHER_PAGES = """() => document.querySelectorAll('a[href]').forEach(a =>
 })"""
 
 
-def toc_docs(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
-    """Every document named in _toc.yml (root first), as paths without suffix, in reading order."""
-    toc = yaml.safe_load(toc_path.read_text())
-    docs = [toc["root"]]
-
-    def walk(entries: list[dict[str, Any]]) -> None:
-        for entry in entries or []:
-            if "file" in entry:
-                docs.append(entry["file"])
-            walk(entry.get("sections", []))
-            walk(entry.get("chapters", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [str(Path(d).with_suffix("")) for d in docs]
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
-        pass
-
-
-def _serve(site: Path) -> Iterator[str]:
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
 def print_pages(site: Path, docs: list[str]) -> list[tuple[str, str, bytes]]:
     """Each doc printed to PDF by Chromium: (doc, its title, the PDF's bytes)."""
     from playwright.sync_api import sync_playwright
 
-    server = _serve(site)
-    base = next(server)
     out = []
-    try:
+    with serve(site) as base:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
             context = browser.new_context(viewport={"width": COLUMN_PX, "height": 1000}, color_scheme="light")
@@ -132,8 +88,6 @@ def print_pages(site: Path, docs: list[str]) -> list[tuple[str, str, bytes]]:
             browser.close()
             if outside:
                 raise RuntimeError(f"pages asked for something outside the site: {sorted(set(outside))[:5]}")
-    finally:
-        server.close()
     return out
 
 
@@ -146,7 +100,7 @@ def merge(parts: list[tuple[str, str, bytes]]) -> bytes:
         start = len(writer.pages)
         writer.append(PdfReader(io.BytesIO(data)))
         writer.add_outline_item(title=title, page_number=start)
-    writer.add_metadata({"/Title": "Latch contention, modelled"})
+    writer.add_metadata({"/Title": yaml.safe_load((ROOT / "_config.yml").read_text())["title"]})
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()
@@ -166,16 +120,16 @@ def build_pdf(site: Path = HTML, out: Path = PDF, docs: list[str] | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make pdf`: build the site if it is missing, then the PDF."""
+    """`make pdf` (after `make book`): the PDF from the built site; one line and exit status 1 on failure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=PDF, help="where to write the PDF (default %(default)s)")
     parser.add_argument("docs", nargs="*", help="toc documents to print (default: the whole book)")
     args = parser.parse_args(argv)
-    if not (HTML / "index.html").exists():
-        status = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_site.py")], cwd=ROOT).returncode
-        if status != 0:
-            return status
-    build_pdf(HTML, args.out, args.docs or None)
+    try:
+        build_pdf(HTML, args.out, args.docs or None)
+    except Exception as error:  # noqa: BLE001 - a missing page, a page that never lays out, an outside request
+        print(f"error: no PDF written: {type(error).__name__}: {error}"[:2000], file=sys.stderr)
+        return 1
     return 0
 
 

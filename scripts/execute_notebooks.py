@@ -20,6 +20,7 @@ anyway, and its chart view's state would carry the whole vega bundle (0.9 MB) in
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import subprocess
 import sys
@@ -79,7 +80,12 @@ def normalized(nb: nbformat.NotebookNode, display_name: str) -> nbformat.Noteboo
         cell.metadata.pop("execution", None)
         if cell.cell_type != "markdown":
             cell.metadata.pop(METADATA_KEY, None)
-    nbformat.validator.normalize(nb)  # adds missing cell ids
+    taken = {cell.get("id") for cell in nb.cells}
+    for index, cell in enumerate(nb.cells):
+        if not cell.get("id"):  # a deterministic id (nbformat's own repair draws a random one)
+            digest = hashlib.sha256(f"{index}\n{cell.source}".encode("utf-8")).hexdigest()
+            cell.id = next(digest[k:k + 8] for k in range(0, 56) if digest[k:k + 8] not in taken)
+            taken.add(cell.id)
     return nb
 
 
@@ -118,12 +124,18 @@ def execute(path: Path) -> int:
     """Execute one notebook in a child process and write it back whole; returns the exit status."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--stdout", str(path)]
     status = subprocess.run(cmd, cwd=ROOT, capture_output=True)  # stdout: the executed notebook's bytes
-    if status.returncode == 0:
+    returncode, problem = status.returncode, status.stderr.decode("utf-8", "replace")[-3000:]
+    if returncode == 0:
+        try:  # only a whole, valid notebook replaces the file (stray output on the child's stdout would not)
+            nbformat.validate(nbformat.reads(status.stdout.decode("utf-8"), as_version=4))
+        except Exception as error:  # noqa: BLE001 - any parse or schema failure means: keep the old file
+            returncode, problem = 1, f"the executed notebook did not parse as a notebook: {error}"[:3000]
+    if returncode == 0:
         write_bytes_atomic(path, status.stdout)
-    print(f"{path.relative_to(ROOT)}: {'ok' if status.returncode == 0 else 'FAILED'}", flush=True)
-    if status.returncode:
-        print(status.stderr.decode("utf-8", "replace")[-3000:], file=sys.stderr)
-    return status.returncode
+    print(f"{path.relative_to(ROOT)}: {'ok' if returncode == 0 else 'FAILED'}", flush=True)
+    if returncode:
+        print(problem, file=sys.stderr)
+    return returncode
 
 
 def main(argv: list[str] | None = None) -> int:

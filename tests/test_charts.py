@@ -186,7 +186,7 @@ def test_reference_labels_go_where_asked_over_a_halo(at, align, x, below):
         charts.throughput_vs(df, "arrival_rate_per_s", reference={"ceiling": 500.0}, reference_at="middle")
 
 
-def test_every_chart_keeps_its_tick_labels_apart():
+def test_the_book_theme_keeps_tick_labels_apart():
     """The book's theme asks Vega to drop tick labels closer than a few px ("4,0005,000" cannot happen)."""
     spec = charts.throughput_vs(sweep().query("policy == 'fair' and schedulers == 2 and hold_ms == 1.0"),
                                 "arrival_rate_per_s").to_dict()

@@ -13,6 +13,7 @@ import pytest
 
 import models
 from models import cli as cli_module
+from models import text_columns
 from models.cli import COMPILING, RUN_OPTIONS, main
 from models.params import ParameterError
 
@@ -103,7 +104,7 @@ def _entry(text: str, name: str) -> str:
     at = next(k for k, ln in enumerate(lines) if ln.split()[:1] == [name])
     below = []
     for line in lines[at + 1:]:
-        if not line.startswith(cli_module.BELOW) and not line.startswith(" " * 8):
+        if not line.startswith(text_columns.BELOW) and not line.startswith(" " * 8):
             break
         below.append(line.strip())
     return " ".join([lines[at].strip(), *below])
@@ -173,7 +174,8 @@ def _sections(listed: str) -> list[tuple[tuple, str]]:
     return list(zip(owners, sections))
 
 
-def test_list_columns_are_aligned(capsys):
+def test_list_columns_are_aligned(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # pytest-xdist's workers set 80: test the width of a pipe, 100
     _, listed, _ = run_main(capsys, "list")
     starts = set()
     for params, section in _sections(listed):
@@ -191,7 +193,7 @@ def test_list_fits_the_width_and_keeps_every_word(capsys, monkeypatch, columns):
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", columns)
-    width = int(columns or cli_module.DEFAULT_WIDTH)
+    width = int(columns or text_columns.DEFAULT_WIDTH)
     _, listed, _ = run_main(capsys, "list")
     longest = max(listed.splitlines(), key=len)
     assert len(longest) <= width, longest
@@ -206,18 +208,22 @@ def test_list_fits_the_width_and_keeps_every_word(capsys, monkeypatch, columns):
 
 def test_reflow_keeps_short_lines_and_wraps_long_ones_under_their_text():
     text = "short\n  - " + "word " * 40 + "\n  name  " + "more " * 40
-    out = cli_module.reflow(text, 60).splitlines()
+    out = text_columns.reflow(text, 60).splitlines()
     assert out[0] == "short" and all(len(line) <= 60 for line in out)
     assert out[1].startswith("  - word") and out[2].startswith("    word")  # a bullet continues under its text
-    assert " ".join(cli_module.reflow(text, 60).split()) == " ".join(text.split())
+    assert " ".join(text_columns.reflow(text, 60).split()) == " ".join(text.split())
 
 
 def test_fit_and_whatif_print_within_the_width(capsys, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     code, out, err = run_main(capsys, "fit", "book/data/example_snapshot.csv")
     assert code == 0, err
-    assert max(len(line) for line in out.splitlines()) <= cli_module.DEFAULT_WIDTH
+    assert max(len(line) for line in out.splitlines()) <= text_columns.DEFAULT_WIDTH
     assert "Student t with 5 degrees of freedom" in " ".join(out.split())
+    for change in ((), ("batch=50",)):
+        code, out, err = run_main(capsys, "whatif", "book/data/example_snapshot.csv", *change)
+        assert code == 0, err
+        assert max(len(line) for line in out.splitlines()) <= text_columns.DEFAULT_WIDTH, change
 
 
 def test_bare_run_asks_for_the_scenario(capsys):
@@ -258,7 +264,7 @@ def test_compiling_message_only_when_the_cache_is_cold(capsys, monkeypatch):
 
 
 def test_cold_cache_detection_reads_numbas_cache(tmp_path):
-    check = "from models.cli import engine_cache_is_cold; print(engine_cache_is_cold())"
+    check = "from models.engine.cache import engine_cache_is_cold; print(engine_cache_is_cold())"
     empty = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                            env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
     assert empty.stdout.strip() == "True", empty.stderr
@@ -317,7 +323,8 @@ def test_whatif_with_a_value_says_the_value_asked_for(capsys):
 
 WARM_CHECK = """
 import json, sys
-from models.cli import cache_counts, engine_kernels, main
+from models.cli import main
+from models.engine.cache import cache_counts, engine_kernels
 code = main(["run", "convoy", "--json"])
 kernels = engine_kernels()
 print(json.dumps({"code": code, "counts": cache_counts(),

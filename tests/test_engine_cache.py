@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import shutil
 from pathlib import Path
 
-from numba.core.registry import CPUDispatcher
-
 import models.engine
+from models.engine.cache import engine_kernels
 from models.engine.jit import ENGINE_LOCATORS, source_hash
 
 
-def _engine_kernels():
-    """Every cached compiled kernel defined in models/engine/, by module and name."""
-    for info in pkgutil.iter_modules(models.engine.__path__):
-        module = importlib.import_module(f"models.engine.{info.name}")
-        for name, value in vars(module).items():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                yield f"{info.name}.{name}", value
-
-
 def test_every_cached_engine_kernel_uses_an_engine_locator() -> None:
-    kernels = dict(_engine_kernels())
+    kernels = engine_kernels()
     assert len(kernels) > 60  # the whole engine, not a handful
     cached = {name: k for name, k in kernels.items() if k._cache.__class__.__name__ != "NullCache"}
     assert "loop.run_events" in cached and "latch.release" in cached

@@ -145,8 +145,9 @@ def chart_outputs(path: Path) -> int:
                if any(m.startswith("application/vnd.vega") for m in o.get("data", {})))
 
 
-def look_unrun(lab: LabSession, name: str) -> dict:
-    """Open a notebook without running it: its markdown cells' text, console problems, drawn charts, dirty."""
+def look_unrun(lab: LabSession, name: str, charts: int) -> dict:
+    """Open a notebook without running it: its markdown cells' text, console problems, drawn charts, dirty.
+    Waits (up to a minute) for its ``charts`` stored charts to draw, then a second for late metadata changes."""
     page = lab.browser.new_page(viewport={"width": 1280, "height": 1000})
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"{m.type}: {m.text[:300]}")
@@ -154,7 +155,13 @@ def look_unrun(lab: LabSession, name: str) -> dict:
     page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
     page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
     page.wait_for_selector(f"{CURRENT} .jp-MarkdownCell .myst", timeout=60_000)
-    page.wait_for_timeout(4000)  # markdown, charts and any late metadata change settle
+    drawn = (f"() => [...document.querySelectorAll('{CURRENT} .jp-RenderedVegaCommon5')]"
+             f".filter(e => e.querySelector('svg, canvas')).length >= {charts}")
+    try:
+        page.wait_for_function(drawn, timeout=60_000)
+    except Exception:  # noqa: BLE001 - the chart count is asserted by the test, with what was drawn
+        pass
+    page.wait_for_timeout(1000)  # a late metadata change (what would mark the notebook modified) shows
     view = {
         "texts": page.eval_on_selector_all(
             f"{CURRENT} .jp-MarkdownCell", "els => els.map(e => (e.querySelector('.myst') || {textContent: ''}).textContent)"),
@@ -179,8 +186,8 @@ def unrun_views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
     def look() -> dict[str, dict]:
         with LabSession() as lab:
-            views = {p.name: look_unrun(lab, lab.add_notebook(p.name, p)) for p in CHAPTERS}
-            views["bare"] = look_unrun(lab, lab.add_notebook("bare.ipynb", bare_path))
+            views = {p.name: look_unrun(lab, lab.add_notebook(p.name, p), chart_outputs(p)) for p in CHAPTERS}
+            views["bare"] = look_unrun(lab, lab.add_notebook("bare.ipynb", bare_path), chart_outputs(CHAPTER))
             return views
 
     with ThreadPoolExecutor(1) as pool:

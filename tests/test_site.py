@@ -13,44 +13,20 @@ go to _build/screenshots/.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from site_tools import CHROMIUM, CHROMIUM_ARGS, HTML, ROOT, QuietHandler, serve, toc_docs  # noqa: E402
+
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 CHART_TIMEOUT_MS = 90_000
 PAGE_TIMEOUT_MS = 120_000
-
-
-def toc_docs() -> list[str]:
-    """Every document named in _toc.yml (root first), as paths without suffix."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    docs = [toc["root"]]
-
-    def walk(entries: list[dict[str, Any]]) -> None:
-        for entry in entries or []:
-            if "file" in entry:
-                docs.append(entry["file"])
-            walk(entry.get("sections", []))
-            walk(entry.get("chapters", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [str(Path(d).with_suffix("")) for d in docs]
 
 
 pytestmark = pytest.mark.site
@@ -83,9 +59,8 @@ def site() -> Path:
 SERVER_ERRORS: list[str] = []
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
-        pass
+class _RecordingHandler(QuietHandler):
+    """The quiet handler that also records every answer of 400 or more in SERVER_ERRORS."""
 
     def log_request(self, code: Any = "-", size: Any = "-") -> None:
         if isinstance(code, int) and code >= 400:  # HTTPStatus is an int too
@@ -95,13 +70,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def server(site: Path) -> Iterator[str]:
     """The built site served on 127.0.0.1 at a free port; yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(site, _RecordingHandler) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
@@ -264,6 +234,18 @@ _CONTRAST_REPORT = """(minRatio) => {
         const s = getComputedStyle(el);
         return s.visibility !== 'hidden' && Number(s.opacity) > 0.05;
     };
+    // A chart label's halo (models/book/charts.py): the same text drawn under it with a wide stroke of one colour.
+    // The halo is decoration, not text; the label above it reads against the halo's colour.
+    const isHalo = (el) => el instanceof SVGElement && getComputedStyle(el).stroke !== 'none'
+        && Number.parseFloat(getComputedStyle(el).strokeWidth) >= 2;
+    const halos = [...document.querySelectorAll('svg text')].filter(isHalo).map((el) => ({
+        box: el.getBoundingClientRect(), colour: parse(getComputedStyle(el).stroke), text: el.textContent}));
+    const haloUnder = (el) => {
+        const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+        const halo = halos.find((h) => h.text === el.textContent && h.colour && x >= h.box.left && x <= h.box.right
+            && y >= h.box.top && y <= h.box.bottom);
+        return halo ? halo.colour : null;
+    };
     const bad = [], seen = new Set();
     let checked = 0;
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -272,13 +254,14 @@ _CONTRAST_REPORT = """(minRatio) => {
         if (!node.nodeValue.trim() || !el || seen.has(el)) continue;
         seen.add(el);
         if (el.closest('script, style, noscript, title, .visually-hidden, .sr-only, mjx-assistive-mml, dialog:not([open])')
-            || !visible(el)) continue;
+            || !visible(el) || isHalo(el)) continue;
         const style = getComputedStyle(el);
         const svg = el instanceof SVGElement;
         let fg = parse(svg ? style.fill : style.color);
         if (!fg) continue;
         if (svg) fg[3] *= Number(style.fillOpacity || 1);
-        const bg = backgroundOf(el);
+        const halo = svg ? haloUnder(el) : null;
+        const bg = halo ? over(halo, backgroundOf(el)) : backgroundOf(el);
         fg = over(fg, bg);
         const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
         const ratio = (hi + 0.05) / (lo + 0.05);
@@ -317,10 +300,33 @@ def test_site_builds(site: Path) -> None:
 
 def test_no_external_loads_in_html(site: Path) -> None:
     """No built page or style sheet names a script, style, font or image outside the site."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     from build_site import external_loads
 
     assert external_loads(site) == []
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_stored_inline_values_match_the_built_page(site: Path, doc: str) -> None:
+    """Each number a notebook stores for JupyterLab to show before Run All (a markdown cell's
+    ``user_expressions``, written by `make execute`) is the number the site's build, which runs the notebook
+    afresh, printed in that cell's paragraph: a stale stored value fails here, though nbval never reads it."""
+    import re
+
+    import nbformat
+    from bs4 import BeautifulSoup
+
+    page = " ".join(BeautifulSoup((site / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+                    .select_one("article.bd-article").get_text(" ").split())
+    page = page.replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')  # Sphinx's smart quotes
+    stale, count = [], 0
+    for cell in nbformat.read(ROOT / f"{doc}.ipynb", as_version=4).cells:
+        for entry in cell.metadata.get("user_expressions", []) if cell.cell_type == "markdown" else []:
+            value = re.sub(r"^([\"'])(.*)\1$", r"\2", entry["result"]["data"]["text/plain"])
+            count += 1
+            if " ".join(value.split()) not in page:
+                stale.append(f"{entry['expression']} = {value!r}")
+    assert count >= 10, f"{doc}: only {count} stored inline values (run `make execute`)"
+    assert not stale, f"{doc}: stored values the built page does not show (run `make execute`): {stale[:8]}"
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
@@ -1017,8 +1023,10 @@ def test_nested_explorer_caption_describes_its_default(site: Path) -> None:
 
 
 _COMPARISON_FIT = """(caption) => {
-    const table = [...document.querySelectorAll('.cell_output table')]
-        .find(t => (t.querySelector('caption') || {textContent: ''}).textContent.includes(caption));
+    // The caption is the table's own, or (once site-chrome.js frames the table) the frame's title above it.
+    const captionOf = t => (t.querySelector('caption') || (t.closest('.latch-table-frame') || t)
+        .querySelector('.latch-table-caption') || {textContent: ''}).textContent;
+    const table = [...document.querySelectorAll('.cell_output table')].find(t => captionOf(t).includes(caption));
     if (!table) return null;
     const column = table.closest('.cell_output').getBoundingClientRect().width;
     const cut = [...table.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1)

@@ -7,7 +7,7 @@
   a ``"; "`` between grouped labels, registered as ``latch``), so a label stands for exactly one reference.
 - **Anchors**: a reference's id on the references page is ``cite-<key>`` (``bibtex_cite_id``) and a glossary
   term's is Sphinx's ``term-<term>``. The notebooks cite and link glossary terms with plain Markdown links to
-  those anchors (``[Microsoft, 2024a](../book/references.md#cite-mslearn-latch-stats)``), which
+  those anchors (``[Microsoft, sys.dm_os_latch_stats](../book/references.md#cite-mslearn-latch-stats)``), which
   jupyterlab-myst renders as text links, where ``{cite}`` and ``{term}`` roles show raw keys and log errors.
   MyST resolves a link's ``#anchor`` only among a page's heading slugs, so this extension adds these ids to
   the slugs of the references and glossary pages, and each page's explicit labels to its own (a chapter
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from docutils import nodes
@@ -71,16 +72,12 @@ class AuthorYearStyle(PlainStyle):
     default_label_style = NAME
 
 
-def _reference_style() -> type:
+@dataclass
+class SemicolonLabelReferenceStyle(LabelReferenceStyle):
     """The label referencing style with "; " between the labels of a grouped citation."""
-    from dataclasses import dataclass, field
 
-    @dataclass
-    class SemicolonLabelReferenceStyle(LabelReferenceStyle):
-        bracket_parenthetical: BracketStyle = field(default_factory=lambda: BracketStyle(sep="; "))
-        bracket_textual: BracketStyle = field(default_factory=lambda: BracketStyle(sep="; "))
-
-    return SemicolonLabelReferenceStyle
+    bracket_parenthetical: BracketStyle = field(default_factory=lambda: BracketStyle(sep="; "))
+    bracket_textual: BracketStyle = field(default_factory=lambda: BracketStyle(sep="; "))
 
 
 def add_linked_ids(app: Sphinx, doctree: nodes.document) -> None:
@@ -101,6 +98,6 @@ def add_linked_ids(app: Sphinx, doctree: nodes.document) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     register_pybtex("pybtex.style.labels", NAME, AuthorYearLabelStyle)
     register_pybtex("pybtex.style.formatting", NAME, AuthorYearStyle)
-    register_bibtex("sphinxcontrib.bibtex.style.referencing", NAME, _reference_style())
+    register_bibtex("sphinxcontrib.bibtex.style.referencing", NAME, SemicolonLabelReferenceStyle)
     app.connect("doctree-read", add_linked_ids)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -69,6 +69,8 @@ def page_text(body_html: str) -> dict[str, Any]:
 
 
 def _collect(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """Keep one written page's text. Only pages written in this run are seen: the book is always built from
+    clean (scripts/build_site.py); an incremental build would list just the pages it rewrote."""
     if doctree is None or not context.get("body"):
         return
     app.env.latch_search_text = getattr(app.env, "latch_search_text", {})  # type: ignore[attr-defined]

@@ -116,6 +116,8 @@
     const script = document.createElement("script");
     script.src = root + "_static/search-text.js";
     script.onload = () => { pageTexts = window.latchSearchText || {}; then(); };
+    // Without the page texts (a partial or incremental build) results keep Sphinx's own excerpts: say why once.
+    script.onerror = () => console.info("search: _static/search-text.js is missing; excerpts come from Sphinx");
     document.head.appendChild(script);
   }
 

@@ -87,10 +87,13 @@
       frame.appendChild(scroller);
       scroller.appendChild(table);
       // A table wider than the column is laid out at its narrowest, which squeezed a cell of prose (a
-      // reference, a note) to a word per line: such a cell keeps the width of a short line.
-      table.querySelectorAll("td").forEach((cell) => {
-        if (cell.textContent.trim().length > 40) cell.classList.add("latch-prose-cell");
-      });
+      // reference, a note) to a word per line: in a table that scrolls anyway, such a cell keeps the width of
+      // a short line. A table that fits the column without it is left to fit.
+      const prose = [...table.querySelectorAll("td")].filter((cell) => cell.textContent.trim().length > 40);
+      const fitProse = () => {
+        prose.forEach((cell) => cell.classList.remove("latch-prose-cell"));
+        if (scroller.scrollWidth - scroller.clientWidth > 1) prose.forEach((cell) => cell.classList.add("latch-prose-cell"));
+      };
       scroller.tabIndex = 0;  // scrollable with the keyboard
       const update = () => {
         const more = scroller.scrollWidth - scroller.clientWidth;
@@ -99,7 +102,8 @@
         frame.classList.toggle("latch-more-right", more - scroller.scrollLeft > 1);
       };
       scroller.addEventListener("scroll", update, { passive: true });
-      if (window.ResizeObserver) new ResizeObserver(update).observe(scroller);
+      if (window.ResizeObserver) new ResizeObserver(() => { fitProse(); update(); }).observe(scroller);
+      fitProse();
       update();
     });
   }
@@ -134,14 +138,17 @@
 
   const DARK_TEXT_MIN_LUMINANCE = 0.3;  // 6:1 or more against the dark page (#121212 has 0.007)
 
-  // A colour too dark to read on the dark page, mixed with white until it reads (same hue, lighter).
-  function lighten(hex) {
+  // A colour mixed toward white (lighter) or black, a step at a time, until good(rgb) holds (same hue).
+  function shifted(hex, lighter, good) {
     let rgb = rgbOf(hex);
-    if (luminance(rgb) >= DARK_TEXT_MIN_LUMINANCE) return hex;
-    for (let i = 0; i < 40 && luminance(rgb) < DARK_TEXT_MIN_LUMINANCE; i++) {
-      rgb = rgb.map((v) => v + (255 - v) * 0.08);
-    }
+    for (let i = 0; i < 40 && !good(rgb); i++) rgb = rgb.map((v) => (lighter ? v + (255 - v) * 0.08 : v * 0.92));
     return "#" + rgb.map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+  }
+
+  // A colour too dark to read on the dark page, lightened until it reads.
+  function lighten(hex) {
+    return luminance(rgbOf(hex)) >= DARK_TEXT_MIN_LUMINANCE ? hex
+      : shifted(hex, true, (rgb) => luminance(rgb) >= DARK_TEXT_MIN_LUMINANCE);
   }
 
   const HEX = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i;
@@ -194,11 +201,7 @@
   // A text mark's colour, moved toward black (light page) or white (dark page) until it reads at 4.5:1
   // (WCAG AA) on the chart's background: a series colour that is fine for a line is often too pale for a label.
   function readable(hex, background, dark) {
-    let rgb = rgbOf(hex);
-    for (let i = 0; i < 40 && contrast(rgb, background) < 4.6; i++) {
-      rgb = rgb.map((v) => (dark ? v + (255 - v) * 0.08 : v * 0.92));
-    }
-    return "#" + rgb.map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+    return shifted(hex, dark, (rgb) => contrast(rgb, background) >= 4.6);
   }
 
   function readableText(node, background, dark) {
@@ -208,8 +211,14 @@
     Object.keys(node).forEach((key) => {
       out[key] = SKIP.has(key) ? node[key] : readableText(node[key], background, dark);
     });
-    const mark = out.mark;
+    let mark = out.mark;
     const isText = mark === "text" || (mark && typeof mark === "object" && mark.type === "text");
+    if (isText && dark && typeof mark === "object" && mark.stroke === "white") {
+      // A label's halo (models/book/charts.py draws it white under the label) takes the dark page's colour,
+      // so the label reads over it instead of sitting in a white patch.
+      const page = "#" + background.map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+      mark = out.mark = Object.assign({}, mark, { stroke: page }, mark.color === "white" ? { color: page } : {});
+    }
     if (isText) {
       const fix = (v) => (typeof v === "string" && HEX.test(v) ? readable(v, background, dark) : v);
       if (typeof mark === "object") out.mark = Object.assign({}, mark, mark.color ? { color: fix(mark.color) } : {},

@@ -315,7 +315,7 @@ class RunRate:
     """
 
     def __init__(self, total: int, startup_runs: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
-        self.total, self.startup_runs, self.clock = total, max(1, min(startup_runs, total)), clock
+        self.total, self.startup_runs, self.clock = total, max(1, startup_runs), clock
         self.done = 0
         self.since: tuple[float, int] | None = None  # (time, runs done) when the start-up runs had finished
 
