@@ -619,6 +619,19 @@ def check_titles(page: Any, selector: str, max_lines: int | None) -> list[dict[s
     return report
 
 
+def open_laid_out(context: Any, server: str, doc: str, width: int) -> tuple[Any, PageLog]:
+    """The chapter at ``width`` px with every chart in its final layout: a chart wider than the column is laid
+    out again for it (models/book/render.py), once or twice, after the window's resize settles."""
+    page, log = open_page(context, f"{server}{doc}.html", server)
+    page.set_viewport_size({"width": width, "height": 900})
+    check_charts(page)
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
+                           ".every(el => el.dataset.laidOut === 'true')", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    return page, log
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, width: int) -> None:
@@ -627,16 +640,8 @@ def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, wi
     and a chapter with a height budget keeps to it; every table fits or scrolls in a frame that shows it, with
     its caption whole; headings break only between words (a chapter title takes at most four lines on a
     phone); and the page logs no error or warning at that width (light mode; dark is test_page_in_dark_mode)."""
-    page, log = open_page(browser_context, f"{server}{doc}.html", server)
+    page, log = open_laid_out(browser_context, server, doc, width)
     try:
-        page.set_viewport_size({"width": width, "height": 900})
-        check_charts(page)
-        # A chart wider than the column is laid out again for it (models/book/render.py), once or twice, after
-        # the window's resize settles.
-        page.wait_for_timeout(400)
-        page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
-                               ".every(el => el.dataset.laidOut === 'true')", timeout=PAGE_TIMEOUT_MS)
-        page.wait_for_timeout(300)
         report = page.evaluate(_OVERFLOW_REPORT, MIN_CHART_SCALE)
         assert not report["items"], f"{doc} at {width} px: {report['items']}"
         assert report["page"] <= report["view"], f"{doc} at {width} px scrolls sideways: {report}"
@@ -906,26 +911,12 @@ def text_collisions(report: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def open_laid_out(context: Any, server: str, doc: str, width: int) -> tuple[Any, PageLog, list[str]]:
-    """The chapter at ``width`` px with every chart in its final layout; also returns its console warnings."""
-    page, log = open_page(context, f"{server}{doc}.html", server)
-    warnings: list[str] = []
-    page.on("console", lambda msg: warnings.append(msg.text) if msg.type == "warning" else None)
-    page.set_viewport_size({"width": width, "height": 900})
-    check_charts(page)
-    page.wait_for_timeout(400)  # the resize settles, then charts too wide are laid out again (models/book/render.py)
-    page.wait_for_function("() => [...document.querySelectorAll('.latch-chart')]"
-                           ".every(el => el.dataset.laidOut === 'true')", timeout=PAGE_TIMEOUT_MS)
-    page.wait_for_timeout(300)
-    return page, log, warnings
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chart_text_never_collides_or_is_cut(browser_context: Any, server: str, doc: str, width: int) -> None:
     """At desktop and phone widths, in every chart, no tick label runs into its neighbour, no axis title, legend
     label or tick label overlaps another, no text is cut with an ellipsis, and Vega logs no warning."""
-    page, log, warnings = open_laid_out(browser_context, server, doc, width)
+    page, log = open_laid_out(browser_context, server, doc, width)
     try:
         report = page.evaluate(_CHART_TEXTS)
         assert report and any(chart["texts"] for chart in report), f"{doc}: no chart text found"
@@ -933,7 +924,7 @@ def test_chart_text_never_collides_or_is_cut(browser_context: Any, server: str, 
         assert not collisions, f"{doc} at {width} px: " + "\n".join(collisions)
         cut = [f"{chart['title'][:50]!r}: {text!r}" for chart in report for text in chart["cut"]]
         assert not cut, f"{doc} at {width} px, texts cut short: " + "\n".join(cut)
-        vega = [w for w in warnings if "WARN" in w or "vega" in w.lower()]
+        vega = [m for m in log.console if m.startswith("warning:") and ("WARN" in m or "vega" in m.lower())]
         assert not vega, f"{doc} at {width} px, Vega warnings: {vega}"
         assert not log.problems(), "\n".join(log.problems())
     finally:
