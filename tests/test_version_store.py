@@ -200,8 +200,8 @@ def test_comparison_table_marks_what_was_fitted():
     mixed = vs.compare("read_fraction", [0.0, 0.25], seeds=(1,))
     table = vs.comparison_table(off, on, mixed).set_index("quantity")
     assert table.loc["updates/s, versioning off", "fitted or predicted"] == "fitted"
-    assert table.loc["LATCH_EX share of all waits", "fitted or predicted"] == "outside the model"
-    assert table.loc["loss for a mixed workload", "fitted or predicted"] == "illustration"
+    assert table.loc["LATCH_EX share of all waits", "fitted or predicted"] == "built in"
+    assert table.loc["loss for a mixed workload", "fitted or predicted"] == "guessed to fit"
     assert table.loc["loss for a mixed workload", "model"].startswith("25%")
 
 

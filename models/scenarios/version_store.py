@@ -1,10 +1,11 @@
-"""Updates under row versioning: every version is appended at one insert point guarded by one EX latch.
+"""Updates under row versioning: every version is appended at one insert point guarded by one EX latch (assumed).
 
 With read committed snapshot or snapshot isolation on, an update first copies
 the row's pre-change version into tempdb's version store.  Versions are only
 ever appended after the last one written, and where that is lives behind the
-instance-wide APPEND_ONLY_STORAGE_INSERT_POINT latch, taken in EX mode only
-(Randal, 2021).  Each connection loops for ever, as Randal's scripts did, and
+APPEND_ONLY_STORAGE_INSERT_POINT latch, taken in EX mode only (Randal, 2021).
+The model has one insert point, and so one such latch, for the whole instance:
+an assumption, since no source says how many there are.  Each connection loops for ever, as Randal's scripts did, and
 the run measures updates per second over a window of ``window_ms``:
 
 * CPU outside the latch: ``cpu_per_update_us`` (plus the reads of a mixed

@@ -27,10 +27,12 @@ Where each parameter comes from, derived here once:
   at 60,000/s) 500 us more: assumptions, small at this version size.
 
 Fitted: the 80,000 (CPU per update) and the 60,000 (hold), so the 25% drop
-is fitted too.  Predicted, given the assumptions: the loss at other connection
-counts, update rates and version sizes.  Outside the model: the latch's share
-of waits (100% by construction).  An illustration, not a test: a mixed
-workload's loss (it falls steadily to 0 with reads, so it always crosses 10-15%).
+follows from the fit.  Predicted, given the assumptions: the loss at other connection
+counts, update rates and version sizes.  Built in: the latch's share of waits
+(100% by construction).  Guessed to fit, not a test: the share of reads at which a
+mixed workload's loss reaches 10-15% (it falls steadily to 0 with reads, so it
+always crosses the band).  Assumed: one insert point (one latch) per instance;
+Randal does not say how many there are.
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ def adr_table(seeds: Iterable[int] = (1, 2, 3), **overrides: Any) -> pd.DataFram
 
 
 def comparison_table(base_off: "models.Result", base_on: "models.Result", mixed: pd.DataFrame) -> pd.DataFrame:
-    """Randal's figures beside the model's at SETUP, each marked fitted or predicted.
+    """Randal's figures beside the model's at SETUP, each with its basis in How to read's words.
 
     ``base_off``/``base_on``: runs at SETUP with versioning off and on; ``mixed``: :func:`compare` over
     ``read_fraction``.
@@ -164,14 +166,16 @@ def comparison_table(base_off: "models.Result", base_on: "models.Result", mixed:
          "the CPU per update is derived from it (125 µs, each connection on its own scheduler)"),
         ("updates/s, READ_COMMITTED_SNAPSHOT on", "about 60,000", f"{on:,.0f}", "fitted",
          "the hold per append is fitted to it"),
-        ("drop in throughput", "25%", f"{loss_pct(on, off):.1f}%", "fitted", "follows from the two rows above"),
+        ("drop in throughput", "25%", f"{loss_pct(on, off):.1f}%", "follows from the fit",
+         "the ratio of the two fitted rows above"),
         ("LATCH_EX share of all waits", "85%", f"{100 * share.get('LATCH_EX', 0.0):.0f}% of wait time",
-         "outside the model",
+         "built in",
          "the model has no other source of wait at this setup, so 100% is built in, not predicted"),
         ("latch class of those waits", "100% APPEND_ONLY_STORAGE_INSERT_POINT", "100%", "built in",
          "the model has only this latch"),
-        ("loss for a mixed workload", "10-15% (general guidance)", reads, "illustration",
-         "the loss falls steadily to 0 as reads are added, so some share of reads always lands in the band"),
+        ("loss for a mixed workload", "10-15% (general guidance)", reads, "guessed to fit",
+         "the share of reads is read off where the curve crosses the band; the loss falls steadily to 0 as reads "
+         "are added, so some share always lands in it: not a test"),
     ]
     return pd.DataFrame(rows, columns=["quantity", "Randal measured", "model", "fitted or predicted", "note"])
 
