@@ -46,10 +46,25 @@ from models.fitting import evidence
 from models.fitting.snapshot import ROWGROUPS_COMPRESSED, Snapshot
 from models.params import Param, ParameterError, scheduling_params
 from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
-from models.scenarios.cci_insert import ROWGROUP_ROWS
+from models.scenarios.cci_insert import NOT_KNOWN, ROWGROUP_ROWS
 from models.workload import Workload
 
 PAGE_BYTES = 8_192
+
+# What is known of this scenario's behaviour per SQL Server version (columns: cci_insert.VERSION_COLUMNS).
+# Obbish's post names no version or build for its test; the advice he draws from it is for 2017.
+_OBBISH_2017 = "measured, version not named; his advice from it is for 2017 (Obbish)"
+_NO_834 = "not with columnstore indexes (Microsoft)"
+VERSIONS = (
+    ("columnstore compression gives memory back to the OS, through one path that slows many sessions",
+     NOT_KNOWN, _OBBISH_2017, _OBBISH_2017, NOT_KNOWN, NOT_KNOWN, "Obbish, 2019e"),
+    ("lock pages in memory advised for columnstore loads",
+     "Obbish saw LPIM cause problems he did not trace; still a starting point", "advised (Obbish)",
+     "advised (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019e"),
+    ("trace flag 834 (large pages)", _NO_834, _NO_834 + "; did not help this load (Obbish)",
+     _NO_834 + "; did not help this load (Obbish)", _NO_834 + "; trace flag 876 instead",
+     _NO_834 + "; trace flag 876 instead", "Microsoft, Trace flags; Obbish, 2019e"),
+)
 MAX_CALLS = 5_000_000  # OS calls a run may make in all (bounds its events)
 
 PARAMS = (

@@ -90,13 +90,14 @@ VERSIONS = (
      "chosen to fit Obbish's sixth insert"),
     ("a columnstore insert's grant time-out is 25 s, whatever query wait and Resource Governor say",
      "named by KB 4480641", "measured (Obbish)", "measured: still 25 s (Obbish)", NOT_KNOWN, NOT_KNOWN,
-     "Obbish 2019, quoting KB 4480641"),
+     "Obbish, 2019g, quoting KB 4480641"),
     ("a sixth insert at Obbish's setup fails with 8645", NOT_KNOWN, "measured (Obbish)", "measured (Obbish)",
-     NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
-    ("a forced insert compresses its rowgroups", NOT_KNOWN, "inferred (Obbish shows its grant, not its rowgroups)",
-     "no: see the next row", NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
-    ("a forced insert writes every row to delta stores (the CU14 fallback)", NOT_KNOWN,
-     "no (Obbish: the change came with CU14)", "measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish 2019"),
+     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
+    ("what a timed-out (forced) insert writes", NOT_KNOWN,
+     "compressed rowgroups: inferred (Obbish shows its grant, not its rowgroups)",
+     "delta stores only: measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
+    ("a timed-out parallel insert with a batch-mode hash join freezes (KB 4462481)", NOT_KNOWN,
+     "measured (Obbish)", "fixed since CU11 (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b, quoting KB 4462481"),
 )
 
 PARAMS = (

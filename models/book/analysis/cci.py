@@ -47,9 +47,14 @@ columns takes about 25 s alone; at 96 sessions the mean run time is "almost
 What this leaves: the wait share without LPIM (Obbish: 91%) and the kernel's
 share of the CPU with it (most) follow from the three fits, since everything
 but an insert's own CPU is the OS path; the waits with LPIM are zero by
-construction (Obbish: about 10 s per second).  The one prediction is the
-run time at every other session count, which Obbish's table (an image)
-would test.
+construction (Obbish: about 10 s per second).
+
+**The scaling test as a prediction** (:func:`scaling_prediction`): the same
+model with no parameter taken from the scaling table's run times.  The cost
+per page is then not pinned, so it is a band: its low edge puts half the CPU
+at 96 sessions in the kernel (PerfView's "majority"), its high edge is the
+no-LPIM cost (assumed no cheaper than the locked-pages path); the CPU per
+rowgroup is refitted to the 25 s alone at each edge.
 """
 
 from __future__ import annotations
@@ -60,8 +65,9 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
+from models.analytic import mva_repairman, repairman_saturation
 from models.book.analysis.hot_page import BATCH_ROW_US
-from models.scenarios import cci_insert
+from models.scenarios import cci_decommit, cci_insert
 
 # ---- memory grants (seed 001, the CU14 post)
 OBBISH = {"max_server_memory_mb": 8_000, "maxdop": 2, "rowgroups_per_query": 4, "alone_s": 40.0,
@@ -293,5 +299,116 @@ def timeout_rule_table(queries: Iterable[int] = (5, 6)) -> pd.DataFrame:
 
 
 def version_table() -> pd.DataFrame:
-    """Which SQL Server versions each rule of the grant model was documented or measured on (:data:`cci_insert.VERSIONS`)."""
-    return pd.DataFrame(list(cci_insert.VERSIONS), columns=list(cci_insert.VERSION_COLUMNS))
+    """What is known of each rule and behaviour per SQL Server version, with its source (both scenarios' ``VERSIONS``)."""
+    return pd.DataFrame(list(cci_insert.VERSIONS) + list(cci_decommit.VERSIONS),
+                        columns=list(cci_insert.VERSION_COLUMNS))
+
+
+# ---- Obbish's scaling test as a prediction (seed 001, "What To Do When Wait Stats Don't Help")
+#
+# His table of mean run time against concurrent sessions is an image; his text gives the two ends: one insert
+# alone takes about 25 s (the setup, before the table) and at 96 sessions the overhead is "almost 4X" the ideal
+# 24 s.  The prediction below sets no parameter from the table's run times: rowgroups from the row count, calls
+# and pages per call from the page_freed event counts, the CPU per rowgroup from the 25 s alone (the setup's
+# single insert), and the cost per page, which nothing pins, as a band whose edges come from other measurements:
+#
+# * low: the cost at which half of the CPU at 96 sessions is in the kernel (PerfView: "the majority of the
+#   work is done in the ntoskrnl and hal modules"), by exact MVA of the machine-repairman model;
+# * high: the cost per page fitted to the no-LPIM run (368 s at 96 sessions), **assuming** the locked-pages
+#   path is no dearer per page than the conventional one.
+SCALING_TEXT = {"alone_s": WAITSTATS["alone_s"], "ideal_96_s": 24.0, "overhead_96": "almost 4X",
+                "overhead_96_low": 3.5, "overhead_96_high": 4.0, "kernel_majority": 0.5,
+                "no_lpim_96_s": WAITSTATS["no_lpim_96_s"]}
+SCALING_SESSIONS = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 64, 80, 96)
+EDGES = ("low", "high")
+
+
+def setup_at_page_cost(page_us: float) -> dict[str, Any]:
+    """Obbish's 96-core test with LPIM at ``page_us`` per page, the CPU per rowgroup refitted to 25 s alone."""
+    if not 0.0 < page_us < WAITSTATS["alone_s"] * 1e6 / PAGES_PER_SESSION:
+        raise ValueError(f"page_us={page_us!r} is out of range: the OS path alone must take less than the 25 s")
+    cpu_ms = (WAITSTATS["alone_s"] * 1e6 - PAGES_PER_SESSION * page_us) / ROWGROUPS / 1000.0
+    return SETUP_96 | {"page_us_lpim": page_us, "cpu_per_rowgroup_ms": cpu_ms}
+
+
+def kernel_share_mva(page_us: float, sessions: int = 96) -> float:
+    """The kernel's share of the CPU at ``sessions`` with LPIM, by exact MVA (spinning in the path is kernel CPU)."""
+    s = setup_at_page_cost(page_us)
+    think = s["cpu_per_rowgroup_ms"] * 1000.0 / s["os_calls_per_rowgroup"]
+    response = mva_repairman(sessions, think, s["pages_per_call"] * page_us).response_time[-1]
+    return response / (think + response)
+
+
+@cache
+def page_cost_band() -> dict[str, float]:
+    """The LPIM cost per page at each edge of the band (us): low from PerfView's kernel majority, high from no LPIM."""
+    lo, hi = 1e-6, PAGE_US_NO_LPIM
+    if kernel_share_mva(hi) < SCALING_TEXT["kernel_majority"]:
+        raise ValueError("the no-LPIM cost per page leaves the kernel under half the CPU: no band")
+    for _ in range(40):  # bisection: the kernel's share rises with the cost per page
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if kernel_share_mva(mid) < SCALING_TEXT["kernel_majority"] else (lo, mid)
+    return {"low": round(hi, 3), "high": PAGE_US_NO_LPIM}
+
+
+@cache
+def scaling_prediction(sessions: tuple[int, ...] = SCALING_SESSIONS) -> pd.DataFrame:
+    """The model's mean run time against sessions with LPIM at both edges of :func:`page_cost_band` (simulated)."""
+    band = page_cost_band()
+    rows = []
+    for edge in EDGES:
+        setup = setup_at_page_cost(band[edge])
+        for n in sessions:
+            s = decommit_summary(run_decommit(setup, sessions=n))
+            rows.append({"edge": edge, "page_us_lpim": band[edge], "sessions": n,
+                         "mean_elapsed_s": s["mean_elapsed_s"], "kernel_share": s["kernel_share"],
+                         "knee": analytic_knee(setup)})
+    return pd.DataFrame(rows)
+
+
+def analytic_knee(setup: dict[str, Any]) -> float:
+    """Sessions at which the OS path saturates, N* = (Z + S) / S, for a decommit setup with LPIM."""
+    think = setup["cpu_per_rowgroup_ms"] * 1000.0 / setup["os_calls_per_rowgroup"]
+    return repairman_saturation(think, setup["pages_per_call"] * setup["page_us_lpim"])
+
+
+def scaling_lines(prediction: pd.DataFrame) -> pd.DataFrame:
+    """:func:`scaling_prediction` as chart lines: one per edge of the band."""
+    names = {"low": "predicted, low edge (kernel just a majority)", "high": "predicted, high edge (no-LPIM cost)"}
+    return prediction.assign(line=prediction["edge"].map(names))[["sessions", "mean_elapsed_s", "line"]]
+
+
+def scaling_table() -> pd.DataFrame:
+    """Obbish's scaling test as his text gives it, beside the predicted band (both edges) and the basis of each row."""
+    p = scaling_prediction().set_index(["edge", "sessions"])
+    at = lambda edge, n, col="mean_elapsed_s": p.loc[(edge, n), col]  # noqa: E731
+    ideal = SCALING_TEXT["ideal_96_s"]
+    where = "inside" if obbish_96_in_band()["inside"] else "outside"
+    rows = [
+        ("1 session, mean run time", "about 25 s (a single insert, the post's setup)",
+         f"{at('low', 1):.1f} s", f"{at('high', 1):.1f} s", "fitted (cpu_per_rowgroup_ms, refitted at each edge)"),
+        ("between 1 and 96 sessions, mean run time", "in an image; the text gives no number",
+         f"{at('low', 24):.0f} s at 24, {at('low', 48):.0f} s at 48",
+         f"{at('high', 24):.0f} s at 24, {at('high', 48):.0f} s at 48", "predicted; nothing to compare"),
+        ("96 sessions with LPIM, mean run time",
+         f"almost 4x the ideal {ideal:.0f} s ({SCALING_TEXT['overhead_96_low'] * ideal:.0f} to "
+         f"{SCALING_TEXT['overhead_96_high'] * ideal:.0f} s)",
+         f"{at('low', 96):.0f} s", f"{at('high', 96):.0f} s", f"predicted (band): Obbish's figure {where}"),
+        ("96 sessions with LPIM, CPU in the kernel", "most of it (PerfView)",
+         f"{100 * at('low', 96, 'kernel_share'):.0f}%", f"{100 * at('high', 96, 'kernel_share'):.0f}%",
+         "input (sets the low edge)"),
+        ("96 sessions without LPIM, mean run time", f"about {SCALING_TEXT['no_lpim_96_s']:.0f} s", "not used",
+         f"its cost per page, {PAGE_US_NO_LPIM} µs", "input (sets the high edge, by assumption)"),
+    ]
+    return pd.DataFrame(rows, columns=["figure", "Obbish", "model, low edge", "model, high edge", "basis"])
+
+
+def obbish_96_in_band() -> dict[str, float]:
+    """Where Obbish's 96-session run time ("almost 4X" the ideal 24 s) falls in the predicted band at 96."""
+    p = scaling_prediction().set_index(["edge", "sessions"])["mean_elapsed_s"]
+    low, high = p.loc[("low", 96)], p.loc[("high", 96)]
+    lo_obs = SCALING_TEXT["overhead_96_low"] * SCALING_TEXT["ideal_96_s"]
+    hi_obs = SCALING_TEXT["overhead_96_high"] * SCALING_TEXT["ideal_96_s"]
+    return {"low_s": low, "high_s": high, "obbish_low_s": lo_obs, "obbish_high_s": hi_obs,
+            "inside": float(low <= lo_obs and hi_obs <= high),
+            "place_low": (lo_obs - low) / (high - low), "place_high": (hi_obs - low) / (high - low)}
