@@ -337,10 +337,10 @@ WITH (MAX_MEMORY            = 4096 KB,
             END;
         END;
 
-        -- book excerpt start: what each of the two reads takes from the four core views
         -- The snapshot's time: the interval is the difference of the two.
         IF @snap = 1 SET @t1 = SYSDATETIME(); ELSE SET @t2 = SYSDATETIME();
 
+        -- book excerpt start: what each of the two reads takes from the four core views
         -- Latches: waits, wait time and the longest wait, per latch class.
         INSERT INTO #snap (snap, source, name, count, time_ms, max_time_ms)
         SELECT @snap, 'latch', l.latch_class,
