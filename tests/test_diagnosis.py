@@ -262,3 +262,56 @@ def test_other_work_on_the_instance_is_said_where_the_counters_show_it():
     said = last_page_insert._caveats(busy, 300000)
     assert any("900,000 batch requests for 300,000 transactions" in c and "upper bound" in c for c in said)
     assert any("no leaf_insert_count" in c for c in said)  # and the rows per call it cannot know
+
+
+def test_half_of_the_databases_index_waits_is_not_half_of_the_instances():
+    """The rule as the chapter states it: one index must hold HOT_SHARE of the instance's page latch waits.
+
+    PK_orders holds three quarters of its database's index waits (300,000 of 400,000) but under half of the
+    instance's (300,000 of 620,000): refused.  At exactly half of the instance's it is the hot page.
+    """
+    from models.scenarios import last_page_insert
+
+    assert last_page_insert.HOT_SHARE == 0.5
+    settings = {"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5}
+    other = "index,dbo.orders.IX_orders_date,100000,20000,,,,,"
+    d = fitting.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,300000,60000,,,,,",
+                                                                     other])))
+    assert d.scenario is None
+    assert any("48% of the instance's page latch waits" in line and "under 50%" in line for line in d.evidence)
+    d = fitting.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,310000,62000,,,,,",
+                                                                     other])))
+    assert d.scenario == "last-page-insert"
+    assert any("50% of the instance's page latch waits" in line for line in d.evidence)
+
+
+def test_the_chapter_states_the_hot_page_rule_the_code_applies():
+    """Chapter 9 quotes the share from the code and names the instance's waits as what it is a share of."""
+    import json
+
+    cells = json.loads((ROOT / "notebooks" / "09_your_server.ipynb").read_text(encoding="utf-8"))["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert 'glue("hot_share", last_page_insert.HOT_SHARE)' in code
+    assert "holds at least {eval}`f\"{quoted.hot_share:.0%}\"` of the **instance's** page latch waits" in prose
+
+
+def test_other_works_cpu_lands_in_cpu_before_and_its_sessions_in_the_think_time():
+    """Where chapter 9 says other work on the instance lands in the hot page's fit (its estimator, no replicates):
+    more scheduler CPU raises cpu_before_us by the CPU per row it adds and shortens the think time by as much;
+    more sessions lengthen the think time by their share of the cycle and leave cpu_before_us alone."""
+    import models
+    from models.book.analysis import your_server
+    from models.scenarios import last_page_insert
+
+    snap = your_server.load(your_server.EXAMPLE)
+    setup = fitting.assumed_setup(models.get_scenario("last-page-insert"), None)
+    rows = snap.get("counter", "Transactions/sec")
+    base = last_page_insert.estimate(snap, setup).fitted
+    cpu = last_page_insert.estimate(your_server.with_other_work(snap, cpu_share=0.05), setup).fitted
+    sessions = last_page_insert.estimate(your_server.with_other_work(snap, sessions=5), setup).fitted
+    added_us = 0.05 * snap.table("scheduler")["time_ms"].sum() * 1000.0 / rows
+    assert cpu["cpu_before_us"][0] - base["cpu_before_us"][0] == pytest.approx(added_us, rel=1e-9)
+    assert cpu["think_us"][0] - base["think_us"][0] == pytest.approx(-added_us, rel=1e-9)
+    assert sessions["cpu_before_us"][0] == pytest.approx(base["cpu_before_us"][0], rel=1e-9)
+    assert sessions["think_us"][0] - base["think_us"][0] == pytest.approx(5 / (rows / snap.interval_s) * 1e6, rel=1e-9)

@@ -173,7 +173,7 @@ def _with_more(snap: Snapshot, source: str, column: str, factor: float, name: st
 
 # Another workload's CPU, transactions or context switches merged into the counters the fit reads.
 UNRELATED = [("convoy", "scheduler", "time_ms"), ("closed-latch", "scheduler", "time_ms"),
-             (LAST_PAGE, "counter", "count"), (LAST_PAGE, "scheduler", "count"),
+             (LAST_PAGE, "counter", "count"), (LAST_PAGE, "scheduler", "count"), (LAST_PAGE, "scheduler", "time_ms"),
              ("version-store", "scheduler", "time_ms"), ("cci-decommit", "scheduler", "time_ms")]
 
 

@@ -340,6 +340,7 @@ WITH (MAX_MEMORY            = 4096 KB,
         -- The snapshot's time: the interval is the difference of the two.
         IF @snap = 1 SET @t1 = SYSDATETIME(); ELSE SET @t2 = SYSDATETIME();
 
+        -- book excerpt start: what each of the two reads takes from the four core views
         -- Latches: waits, wait time and the longest wait, per latch class.
         INSERT INTO #snap (snap, source, name, count, time_ms, max_time_ms)
         SELECT @snap, 'latch', l.latch_class,
@@ -368,6 +369,7 @@ WITH (MAX_MEMORY            = 4096 KB,
                s.context_switches_count, s.total_cpu_usage_ms
         FROM sys.dm_os_schedulers AS s
         WHERE s.status = N'VISIBLE ONLINE';
+        -- book excerpt end
 
         -- Performance counters.  The first three are cumulative (cntr_type
         -- 272696576, PERF_COUNTER_BULK_COUNT: despite the "/sec" in their

@@ -154,6 +154,17 @@ def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def not_applicable(f: fitting.Fit) -> pd.DataFrame:
+    """The book's changes that do not act on ``f``'s scenario, each with why (as :func:`whatif.predict` says it)."""
+    own = {c.name for c in models.get_scenario(f.scenario).changes} if f.scenario else set()
+    rows = []
+    for name in whatif.changes():
+        if name not in own:
+            p = whatif.predict(f, name)
+            rows.append({"change": name, "what": p.what, "why not": p.note})
+    return pd.DataFrame(rows, columns=["change", "what", "why not"])
+
+
 def setup_assumed(scenario: str, known: dict[str, Any], window: dict[str, float]) -> dict[str, Any]:
     """The known setup's values of every parameter the fit does not estimate: what a round trip's fit assumes.
 
@@ -194,6 +205,34 @@ def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.
         changes.append(t)
     return pd.DataFrame(params), pd.concat(changes, ignore_index=True)
 
+
+
+def with_other_work(snap: Snapshot, cpu_share: float = 0.0, sessions: int = 0) -> Snapshot:
+    """``snap`` as if other work had run beside its workload: each scheduler's CPU time ``cpu_share`` higher and
+    ``sessions`` more user sessions, the two counts the capture reads for the whole instance."""
+    rows = snap.rows.copy()
+    rows["time_ms"] = rows["time_ms"].astype(float)
+    busy = rows["source"] == "scheduler"
+    rows.loc[busy, "time_ms"] = rows.loc[busy, "time_ms"] * (1.0 + cpu_share)
+    settings = dict(snap.settings)
+    if sessions:
+        settings["sessions"] = int(settings["sessions"]) + sessions
+    return Snapshot(interval_s=snap.interval_s, settings=settings, rows=rows)
+
+
+def other_work(snap: Snapshot, cpu_share: float = 0.05, sessions: int = 5,
+               replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+    """Where other work on the instance lands in a fit of ``snap``: fits with other work's CPU (``cpu_share`` more on
+    every scheduler) and with its sessions (``sessions`` more); per case the fitted parameters and the counts the
+    fitted model misses (an empty string when it misses none)."""
+    cases = {"other work's CPU": with_other_work(snap, cpu_share=cpu_share),
+             "other work's sessions": with_other_work(snap, sessions=sessions)}
+    out = []
+    for case, s in cases.items():
+        f = fitting.fit(s, replicates=replicates)
+        out.append({"case": case, **{n: _fitted(e.estimate) for n, e in f.params.items() if e.basis == "fitted"},
+                    "misfit": "; ".join(f.misfit)})
+    return pd.DataFrame(out)
 
 
 def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:
