@@ -11,7 +11,8 @@ different table (WideWorldImporters): 23 us a row serially, 119 us a row at
 10 threads, 4.2 us a row for 500 rows in one call.
 
 Seed 004 (Biondi): 400 ostress threads x 200 calls on SQL Server Express
-(at most 4 cores, 1,410 MB of buffer pool): identity key 46.08 s for 79,716
+(inferred from the instance name SQLEXPRESS; at most 4 cores, 1,410 MB of
+buffer pool): identity key 46.08 s for 79,716
 rows (1,730 rows/s; he prints 1,830), GUID 41.5 s, bit-reversed 49.4 s.
 
 Derivations (seed 002's machine, :data:`SETUP_002`):
@@ -23,9 +24,10 @@ Derivations (seed 002's machine, :data:`SETUP_002`):
   inside the query's duration.  Only its sum with the call's CPU is measured
   (the serial insert's c = 18.84 us), so it is assumed half of c, 9.4 us,
   and the chapter shows the band from 0 to 18.84 us.
-- the call's CPU before the latch: the throttled narrow run barely waited,
-  so its duration less its page-latch waits, (12.76 s - 0.185 s) / 100,000 =
-  125.75 us, less the row's work and the flush.
+- the call's work before the latch, run as CPU: the throttled narrow run
+  barely waited, so its Query Store duration less its page-latch waits,
+  (12.76 s - 0.185 s) / 100,000 = 125.75 us (CPU, the commit's log flush and
+  any other wait), less the row's work and the flush.
 - think (time between calls outside SQL Server): wall clock per call less
   duration per call; unthrottled 9.7 ms - 6.39 ms = 3.31 ms, throttled
   61 ms - 0.13 ms = 60.87 ms.
@@ -319,10 +321,10 @@ def comparison_table() -> pd.DataFrame:
         ("002", "wide rows: PAGELATCH waits (s)", POCHE["wide_pagelatch_s"], "follows from the fit (the duration less the work)"),
         ("002", "throttled narrow: waits (s)", POCHE["throttled_narrow_waits_s"], "predicted"),
         ("002", "throttled wide: summed duration (s)", POCHE["throttled_wide_s"],
-         "its work sets the wide row's extra CPU; its waits are predicted"),
+         "its duration less its waits sets the wide row's extra work; its waits are predicted"),
         ("002", "throttled wide: waits (s)", POCHE["throttled_wide_waits_s"], "predicted"),
-        ("002", "serial insert (us/row)", POCHE["serial_us_per_row"], "sets the CPU per call and per row"),
-        ("002", "500 rows in one call (us/row)", POCHE["batch500_us_per_row"], "sets the CPU per call and per row"),
+        ("002", "serial insert (us/row)", POCHE["serial_us_per_row"], "sets the cost per call and per row"),
+        ("002", "500 rows in one call (us/row)", POCHE["batch500_us_per_row"], "sets the cost per call and per row"),
         ("002", "10 threads, no time between calls (us/row)", POCHE["threads10_us_per_row"], "predicted"),
         ("002", f"10 threads, {WWI_THINK_BAND_US[1]:g} us between calls (us/row)", POCHE["threads10_us_per_row"],
          "predicted"),
@@ -350,11 +352,13 @@ def parameter_table() -> pd.DataFrame:
         ("row's work under the leaf latch", f"{CPU_UNDER_US} us", "batched call: (500 x 4.2 us - 23 us) / 499"),
         ("commit's log flush", f"{LOG_FLUSH_US} us",
          f"assumed: half the serial call's {BATCH_CALL_US:.2f} us (band 0 to {BATCH_CALL_US:.2f})"),
-        ("call's CPU before the latch", f"{SETUP_002['cpu_before_us']} us",
-         "throttled narrow run: (12.76 s - 0.185 s) / 100,000 = 125.75 us, less the two above"),
+        ("call's work before the latch (run as CPU)", f"{SETUP_002['cpu_before_us']} us",
+         "throttled narrow run's duration less its PAGELATCH waits, (12.76 s - 0.185 s) / 100,000 = 125.75 us "
+         "(CPU, log flush and any other wait), less the two above"),
         ("time between calls", f"{THINK_US / 1000:.2f} ms", "9.7 ms of wall clock a call less 6.39 ms of duration"),
         ("time between calls, throttled", f"{THROTTLED_THINK_US / 1000:.2f} ms", "61 ms a call less 0.13 ms"),
-        ("wide row's extra work", f"{WIDE_EXTRA_US:.2f} us", "throttled wide run: (41.3 s - 14.6 s) / 100,000 less 125.75 us"),
+        ("wide row's extra work", f"{WIDE_EXTRA_US:.2f} us",
+         "throttled wide run's duration less its PAGELATCH waits, (41.3 s - 14.6 s) / 100,000, less the narrow 125.75 us"),
         ("hold added per queued worker", f"{CONTENDER_COST_US} us", "fitted: 9.7 s of wall clock unthrottled"),
         ("new page hold", f"{NEW_PAGE_US} us", "fitted: 1,082 s of duration with wide rows"),
         ("allocation page latch (PAGELATCH_UP) hold", f"{ALLOC_US:g} us", "assumed"),
