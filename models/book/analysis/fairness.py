@@ -542,10 +542,10 @@ def band_summary(band: pd.DataFrame) -> pd.DataFrame:
     return grouped.mean().join(spread).reset_index()
 
 
-def band_display(summary: pd.DataFrame, columns: dict[str, tuple[float, float]]) -> pd.DataFrame:
+def band_display(summary: pd.DataFrame, columns: dict[str, tuple[float, float]], basis: bool = True) -> pd.DataFrame:
     """A band table as the reader sees it: one row per figure of :data:`BAND_ROWS`, one column per
-    ``columns`` entry (heading -> (hand-off, record factor)), White's figure and the row's basis at 9.7 us;
-    a model figure with a published one carries its ratio (× White's)."""
+    ``columns`` entry (heading -> (hand-off, record factor)), White's figure and (``basis``) the row's basis at
+    9.7 us; a model figure with a published one carries its ratio (× White's)."""
     def number(value: float) -> str:
         if abs(value) >= 1e6:
             return f"{value / 1e6:,.1f} million"
@@ -555,7 +555,7 @@ def band_display(summary: pd.DataFrame, columns: dict[str, tuple[float, float]])
 
     table = summary.set_index(["handoff_us", "record_factor"])
     rows = []
-    for key, figure, white, basis in BAND_ROWS:
+    for key, figure, white, word in BAND_ROWS:
         row = {"figure": figure, "White": "" if white is None else number(white)}
         for heading, point in columns.items():
             value = float(table.loc[point, key])
@@ -563,6 +563,7 @@ def band_display(summary: pd.DataFrame, columns: dict[str, tuple[float, float]])
             ratio = ("" if r is None or key in ("elapsed_s_fair", "elapsed_s_unfair", "speedup")
                      else f" ({r:,.0f}×)" if r >= 10 else f" ({r:.2g}×)")
             row[heading] = number(value) + ratio
-        row["basis at 9.7 µs"] = basis
+        if basis:
+            row["basis at 9.7 µs"] = word
         rows.append(row)
     return pd.DataFrame(rows)
