@@ -266,3 +266,14 @@ def test_parameter_ledger_names_a_source_for_every_parameter():
     assert (ledger["derived from"].str.strip() != "").all(), ledger
     assert {"all", "5", "6", "7"} <= set(ledger["chapter"])
     assert ledger.loc[0, "derived from"].startswith("White's fair run of NESTING_TRANSACTION_FULL")
+
+
+def test_a_burst_drains_under_even_arrivals_exactly_when_the_schedule_says():
+    """Even arrivals, a burst at time 0, a fair hand-off: the drain time is the deterministic schedule's, to a tick."""
+    table = v.drain_table()
+    assert np.allclose(table["simulated_drain_ms"], table["exact_drain_ms"], rtol=0, atol=1e-5), table
+
+
+def test_exact_drain_refuses_a_rate_at_which_the_burst_never_drains():
+    with pytest.raises(ValueError, match="rate_per_s"):
+        v.exact_drain_ms(500, 10, 2.0, 0.0097)

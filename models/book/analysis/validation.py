@@ -256,6 +256,48 @@ def round_robin_table(cases: Iterable[tuple[int, int]] = ((1, 5), (2, 5), (4, 5)
     return pd.DataFrame([round_robin(n, k) for n, k in cases])
 
 
+def exact_drain_ms(rate_per_s: float, initial_queue: int, hold_ms: float, handoff_ms: float) -> float:
+    """When a burst of ``initial_queue`` requests, met by evenly spaced arrivals, has drained from a fair latch.
+
+    Nothing is random: at time 0 the burst and the stream's first request arrive together, then one request
+    every 1/rate.  The first holds for S, every later one waits and occupies the latch for h + S, so arrival
+    k (at k/rate) is the first to find the latch free when k/rate >= S + (Q + k - 1)(h + S).  Refuses a rate at
+    or above 1/(h + S), where the backlog never drains.
+    """
+    gap = 1000.0 / rate_per_s
+    per_waiter = hold_ms + handoff_ms
+    if gap <= per_waiter:
+        raise ValueError(f"rate_per_s={rate_per_s} is at or above the capacity with hand-offs, "
+                         f"{1000.0 / per_waiter:.1f} per s: the burst never drains")
+    k = int(np.ceil((hold_ms + (initial_queue - 1) * per_waiter) / (gap - per_waiter) - 1e-12))
+    return max(k, 1) * gap
+
+
+def drain_table(cases: Iterable[tuple[float, int, float]] = ((300, 50, 0.2), (400, 50, 0.2), (450, 20, 0.0),
+                                                              (495, 100, 0.0097)),
+                hold_ms: float = 2.0) -> pd.DataFrame:
+    """The convoy with even arrivals and a burst at time 0 (``initial_queue``), against :func:`exact_drain_ms`.
+
+    Each case is (arrival rate per s, burst size, hand-off in ms; the wake-up, with a free context switch).
+    The simulated drain time is the request time of the first request after time 0 that finds the latch
+    free.  The fluid approximation Q (h + S) / (1 - rate (h + S)) is shown beside it.
+    """
+    rows = []
+    for rate, queue, handoff in cases:
+        requests = int(2 * queue / max(1e-9, 1 - rate / 1000.0 * (hold_ms + handoff))) + 100
+        res = models.run("convoy", arrival_rate_per_s=rate, arrivals="even", hold_ms=hold_ms, requests=requests,
+                         initial_queue=queue, wakeup_us=handoff * 1000.0, context_switch_us=0.0,
+                         record_acquires=requests + queue)
+        log = res.acquire_log
+        free = log[(log["request_ms"] > 0) & (log["grant_ms"] - log["request_ms"] <= 0)]
+        rows.append({"arrival_rate_per_s": rate, "initial_queue": queue, "handoff_ms": handoff,
+                     "simulated_drain_ms": float(free["request_ms"].min()) if len(free) else np.nan,
+                     "exact_drain_ms": exact_drain_ms(rate, queue, hold_ms, handoff),
+                     "fluid_drain_ms": queue * (hold_ms + handoff) / (1 - rate / 1000.0 * (hold_ms + handoff)),
+                     "reference": f"exact deterministic schedule, {EXACT}"})
+    return pd.DataFrame(rows)
+
+
 def cpu_queue(servers: int, utilisation: float, service_ms: float = 1.0, tasks: int = 100_000,
               seed: int = CPU_SEED) -> dict[str, float]:
     """Mean wait for a CPU when Poisson tasks of exponential CPU work arrive at ``servers`` schedulers.
