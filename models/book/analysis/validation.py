@@ -17,6 +17,7 @@ what the simulation is compared with, and whether anything was fitted.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -30,6 +31,7 @@ from models.result import build
 from models.workload import LatchSpec, Workload, simulate
 
 FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0}
+ROOT = Path(__file__).resolve().parents[3]  # models/book/analysis/ -> the repository
 
 # First seed of each table (row k runs from base + k).
 OPEN_SEED = 101       # convoy against Pollaczek-Khinchine
@@ -129,10 +131,13 @@ def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 
     rows = []
     for k, n in enumerate(workers):
         res = models.run("closed-latch", workers=n, schedulers=n, think_ms=think_ms, hold_ms=hold_ms,
-                         acquires=acquires_per_worker * n, seed=seed + k, **FREE)
+                         acquires=acquires_per_worker * n, seed=seed + k, record_acquires=acquires_per_worker * n,
+                         **FREE)
         x = res.throughput_per_s / 1000.0
+        active, active_half = all_active_throughput(res.acquire_log)
         rows.append({"workers": n, "acquires_per_worker": acquires_per_worker, "seed": seed + k,
-                     "simulated_throughput_per_ms": x,
+                     "simulated_throughput_per_ms": x, "active_throughput_per_ms": active,
+                     "active_ci_half_per_ms": active_half,
                      "mva_throughput_per_ms": float(mva.throughput[n - 1]),
                      "simulated_response_ms": res.mean_wait_ms + hold_ms,
                      "mva_response_ms": float(mva.response_time[n - 1]),
@@ -140,8 +145,29 @@ def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 
                      "reference": "exact MVA (machine repairman); nothing fitted"})
     table = pd.DataFrame(rows)
     table["throughput_error_pct"] = 100 * (table["simulated_throughput_per_ms"] / table["mva_throughput_per_ms"] - 1)
+    table["active_error_pct"] = 100 * (table["active_throughput_per_ms"] / table["mva_throughput_per_ms"] - 1)
+    table["active_within_ci"] = ((table["active_throughput_per_ms"] - table["mva_throughput_per_ms"]).abs()
+                                 <= table["active_ci_half_per_ms"])
     table["response_error_pct"] = 100 * (table["simulated_response_ms"] / table["mva_response_ms"] - 1)
     return table
+
+
+def all_active_throughput(log: pd.DataFrame, warmup: float = 0.05, batches: int = 20) -> tuple[float, float]:
+    """Releases per ms while every worker is still working, with a 95% batch-means half-width.
+
+    A closed run in which each worker has a fixed number of acquires ends with a tail in which fewer
+    workers compete; the steady state (MVA) has all of them.  The window runs from ``warmup`` of the way
+    to the first worker's last release up to that release; it is cut into ``batches`` equal parts, and
+    the half-width is Student's t over the parts' rates.
+    """
+    from scipy import stats
+
+    end = float(log.groupby("worker")["release_ms"].max().min())
+    start = warmup * end
+    edges = np.linspace(start, end, batches + 1)
+    counts, _ = np.histogram(log["release_ms"].to_numpy(), bins=edges)
+    rates = counts / np.diff(edges)
+    return float(rates.mean()), float(stats.t.ppf(0.975, batches - 1) * rates.std(ddof=1) / np.sqrt(batches))
 
 
 def shared_scheduler_table(cases: Iterable[tuple[int, int]] = ((3, 2), (4, 2), (4, 3), (5, 3), (6, 4)),
@@ -181,6 +207,95 @@ def shared_scheduler_table(cases: Iterable[tuple[int, int]] = ((3, 2), (4, 2), (
     table["throughput_error_pct"] = 100 * (table["simulated_throughput_per_ms"] / table["chain_throughput_per_ms"] - 1)
     table["wait_error_pct"] = 100 * (table["simulated_wait_ms"] / table["chain_wait_ms"] - 1)
     return table
+
+
+def round_robin(workers: int, quanta: int, quantum_ms: float = 4.0, burst_ms: float = 1.0) -> dict[str, float]:
+    """CPU-bound workers sharing one scheduler, against the exact round-robin schedule.
+
+    Each worker needs ``quanta`` quanta of CPU, in bursts of ``burst_ms`` with a yield point after each,
+    and starts runnable at time 0; context switches are free.  With the quantum a whole number of bursts,
+    SQLOS's rule (run until the quantum is used up, then go to the back of the runnable queue) is exact
+    round-robin, so nothing here is random: the run ends at workers x quanta x quantum; each worker yields
+    (quanta - 1) times, each time after the other (workers - 1) have had a quantum each, so a yield's mean
+    wait is (workers - 1) x quantum; and worker i finishes at ((quanta - 1) x workers + i + 1) x quantum.
+    The model records a yield (SOS_SCHEDULER_YIELD) only when another worker takes the CPU, so a lone
+    worker records none; ``server_yields`` is what SQL Server would count, one per exhausted quantum.
+    """
+    per_quantum = quantum_ms / burst_ms
+    if not float(per_quantum).is_integer():
+        raise ValueError(f"burst_ms={burst_ms} does not divide quantum_ms={quantum_ms}: use a burst that does")
+    prog = Program()
+    start = prog.start()
+    body = prog.yield_point()  # before the burst, so a worker's last burst ends its program, not a turn
+    prog.cpu(burst_ms * 1000.0)
+    prog.loop(body, int(per_quantum) * quanta)
+    prog.end()
+    wl = Workload(program=prog, worker_start=[start] * workers, worker_scheduler=[0] * workers,
+                  worker_arrival_us=[0.0] * workers, worker_daemon=[False] * workers,
+                  worker_kind=["task"] * workers, latches=[LatchSpec("NONE")], schedulers=1,
+                  quantum_us=quantum_ms * 1000.0, expected_acquires=0, work_units=workers,
+                  expected_ms=workers * quanta * quantum_ms)
+    res = build(simulate(wl, 1, trace_events=4 * workers * quanta + 16), "round-robin", {}, 1)
+    yields = res.wait_stats.set_index("wait_type")
+    count = float(yields.loc["SOS_SCHEDULER_YIELD", "waiting_tasks_count"]) if "SOS_SCHEDULER_YIELD" in yields.index else 0.0
+    wait = float(yields.loc["SOS_SCHEDULER_YIELD", "wait_time_ms"]) if count else 0.0
+    finish = res.trace.groupby("worker")["end_ms"].max().sort_values().to_numpy()
+    exact_finish = np.array([((quanta - 1) * workers + i + 1) * quantum_ms for i in range(workers)])
+    return {"workers": workers, "quanta": quanta, "elapsed_ms": res.elapsed_ms,
+            "exact_elapsed_ms": workers * quanta * quantum_ms, "yields": count,
+            "exact_yields": float(workers * (quanta - 1)) if workers > 1 else 0.0,
+            "server_yields": float(workers * (quanta - 1)), "mean_yield_wait_ms": wait / count if count else 0.0,
+            "exact_yield_wait_ms": (workers - 1) * quantum_ms if workers > 1 else 0.0,
+            "mean_finish_ms": float(finish.mean()), "exact_mean_finish_ms": float(exact_finish.mean()),
+            "largest_finish_gap_ms": float(np.abs(finish - exact_finish).max()),
+            "reference": f"exact round-robin schedule, {EXACT}"}
+
+
+def round_robin_table(cases: Iterable[tuple[int, int]] = ((1, 5), (2, 5), (4, 5), (8, 3))) -> pd.DataFrame:
+    """:func:`round_robin` for each (workers, quanta) case."""
+    return pd.DataFrame([round_robin(n, k) for n, k in cases])
+
+
+def exact_drain_ms(rate_per_s: float, initial_queue: int, hold_ms: float, handoff_ms: float) -> float:
+    """When a burst of ``initial_queue`` requests, met by evenly spaced arrivals, has drained from a fair latch.
+
+    Nothing is random: at time 0 the burst and the stream's first request arrive together, then one request
+    every 1/rate.  The first holds for S, every later one waits and occupies the latch for h + S, so arrival
+    k (at k/rate) is the first to find the latch free when k/rate >= S + (Q + k - 1)(h + S).  Refuses a rate at
+    or above 1/(h + S), where the backlog never drains.
+    """
+    gap = 1000.0 / rate_per_s
+    per_waiter = hold_ms + handoff_ms
+    if gap <= per_waiter:
+        raise ValueError(f"rate_per_s={rate_per_s} is at or above the capacity with hand-offs, "
+                         f"{1000.0 / per_waiter:.1f} per s: the burst never drains")
+    k = int(np.ceil((hold_ms + (initial_queue - 1) * per_waiter) / (gap - per_waiter) - 1e-12))
+    return max(k, 1) * gap
+
+
+def drain_table(cases: Iterable[tuple[float, int, float]] = ((300, 50, 0.2), (400, 50, 0.2), (450, 20, 0.0),
+                                                              (495, 100, 0.0097)),
+                hold_ms: float = 2.0) -> pd.DataFrame:
+    """The convoy with even arrivals and a burst at time 0 (``initial_queue``), against :func:`exact_drain_ms`.
+
+    Each case is (arrival rate per s, burst size, hand-off in ms; the wake-up, with a free context switch).
+    The simulated drain time is the request time of the first request after time 0 that finds the latch
+    free.  The fluid approximation Q (h + S) / (1 - rate (h + S)) is shown beside it.
+    """
+    rows = []
+    for rate, queue, handoff in cases:
+        requests = int(2 * queue / max(1e-9, 1 - rate / 1000.0 * (hold_ms + handoff))) + 100
+        res = models.run("convoy", arrival_rate_per_s=rate, arrivals="even", hold_ms=hold_ms, requests=requests,
+                         initial_queue=queue, wakeup_us=handoff * 1000.0, context_switch_us=0.0,
+                         record_acquires=requests + queue)
+        log = res.acquire_log
+        free = log[(log["request_ms"] > 0) & (log["grant_ms"] - log["request_ms"] <= 0)]
+        rows.append({"arrival_rate_per_s": rate, "initial_queue": queue, "handoff_ms": handoff,
+                     "simulated_drain_ms": float(free["request_ms"].min()) if len(free) else np.nan,
+                     "exact_drain_ms": exact_drain_ms(rate, queue, hold_ms, handoff),
+                     "fluid_drain_ms": queue * (hold_ms + handoff) / (1 - rate / 1000.0 * (hold_ms + handoff)),
+                     "reference": f"exact deterministic schedule, {EXACT}"})
+    return pd.DataFrame(rows)
 
 
 def cpu_queue(servers: int, utilisation: float, service_ms: float = 1.0, tasks: int = 100_000,
@@ -294,6 +409,103 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
     return pd.DataFrame(rows)
 
 
+GRID = ROOT / "book" / "data" / "validation.csv"
+
+
+def grid_against_welch(path: Path = GRID, hold_ms: float = 2.0) -> pd.DataFrame:
+    """The explorer's stored grid (``python -m models sweep validation``) beside Welch's exact mean wait.
+
+    With the context switch free, the wake-up is the whole hand-off, so every point, at every wake-up, is
+    the M/G/1 queue with exceptional first service (:func:`models.analytic.fair_handoff_queue`); at zero
+    wake-up that is Pollaczek-Khinchine.  ``inside`` says whether the exact value lies in the point's 95% band.
+    """
+    grid = pd.read_csv(path)
+    exact = []
+    for rate, dist, wakeup in zip(grid["arrival_rate_per_s"], grid["hold_dist"], grid["wakeup_us"]):
+        second = hold_ms ** 2 if dist == "fixed" else 2 * hold_ms ** 2
+        try:
+            exact.append(analytic.fair_handoff_queue(rate / 1000.0, hold_ms, second, wakeup / 1000.0).mean_latch_wait)
+        except ValueError:  # at or past saturation: no stationary mean
+            exact.append(np.nan)
+    grid["welch_wait_ms"] = exact
+    grid["error_pct"] = 100 * (grid["mean_wait_ms"] / grid["welch_wait_ms"] - 1)
+    grid["inside"] = (grid["mean_wait_ms"] - grid["welch_wait_ms"]).abs() <= grid["mean_wait_ms_ci95"]
+    return grid
+
+
+CROSSCHECK_STUDY = ROOT / "book" / "data" / "crosscheck.csv"
+CROSSCHECK_SEEDS = tuple(range(21, 31))
+
+
+def crosscheck_study(seeds: Iterable[int] = CROSSCHECK_SEEDS, count: int = 100_000, open_load: float = 0.35,
+                     workers: int = 8) -> pd.DataFrame:
+    """The systems of :func:`crosscheck_table` run by all three simulators on every seed: one row per run.
+
+    Ten independent runs of 100,000 requests per simulator give a mean whose 95% interval is a few
+    percent wide (the one-seed table's is 16 to 24%).  Slow with SimPy and Ciw (a few minutes): the
+    appendix reads the stored result, :data:`CROSSCHECK_STUDY`.
+    """
+    from models import crosscheck
+
+    rows = []
+    for seed in seeds:
+        for name, fn in (("engine", crosscheck.engine_convoy), ("SimPy", crosscheck.simpy_convoy),
+                         ("Ciw", crosscheck.ciw_convoy)):
+            r = fn(open_load, hold_ms=2.0, hold_dist="exponential", handoff_ms=0.2, n_requests=count, seed=seed)
+            rows.append({"system": "open", "simulator": name, "seed": seed, "count": count,
+                         "mean_wait_ms": float(np.mean(r.waits_ms))})
+        for name, fn in (("engine", crosscheck.engine_closed_latch), ("SimPy", crosscheck.simpy_closed_latch),
+                         ("Ciw", crosscheck.ciw_closed_latch)):
+            r = fn(workers, hold_ms=0.1, hold_dist="exponential", handoff_ms=0.02, think_ms=1.0,
+                   think_dist="exponential", n_acquires=count, seed=seed)
+            rows.append({"system": "closed", "simulator": name, "seed": seed, "count": count,
+                         "mean_wait_ms": float(np.mean(r.waits_ms))})
+    return pd.DataFrame(rows)
+
+
+def crosscheck_summary(runs: pd.DataFrame, open_load: float = 0.35) -> pd.DataFrame:
+    """Per system and simulator: the mean over seeds, its 95% interval (Student t over the runs), and the
+    difference from the reference, Welch's exact value for the open system and the engine for the closed
+    one, with the 95% interval of that difference (Welch's t for two independent samples)."""
+    from scipy import stats
+
+    exact = analytic.fair_handoff_queue(open_load, 2.0, 8.0, 0.2).mean_latch_wait
+    rows = []
+    for system, part in runs.groupby("system", sort=False):
+        engine = part.loc[part["simulator"] == "engine", "mean_wait_ms"].to_numpy()
+        for name, sim in part.groupby("simulator", sort=False):
+            x = sim["mean_wait_ms"].to_numpy()
+            n = len(x)
+            half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
+            if system == "open":
+                ref, ref_name = exact, "Welch, exact"
+                diff, diff_half = x.mean() - exact, half
+            else:
+                ref, ref_name = float(engine.mean()), "the engine"
+                va, vb = x.var(ddof=1) / n, engine.var(ddof=1) / len(engine)
+                dof = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (len(engine) - 1)) if va + vb > 0 else 1
+                diff, diff_half = x.mean() - engine.mean(), float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
+            rows.append({"system": system, "simulator": name, "runs": n, "requests": int(sim["count"].sum()),
+                         "mean_wait_ms": float(x.mean()), "ci_half_ms": half, "compared_with": ref_name,
+                         "reference_ms": ref, "difference_pct": 100 * diff / ref,
+                         "difference_ci_pct": 100 * diff_half / ref})
+    table = pd.DataFrame(rows)
+    table["difference_excludes_zero"] = table["difference_pct"].abs() > table["difference_ci_pct"]
+    # The engine against itself is no comparison.
+    itself = (table["system"] == "closed") & (table["simulator"] == "engine")
+    table.loc[itself, ["difference_pct", "difference_ci_pct"]] = np.nan
+    table["difference_excludes_zero"] = table["difference_excludes_zero"].astype(object)
+    table.loc[itself, "difference_excludes_zero"] = None
+    return table
+
+
+def write_crosscheck_study(path: Path = CROSSCHECK_STUDY) -> Path:
+    """Run :func:`crosscheck_study` and store it whole."""
+    from models.files import write_text_atomic
+
+    return write_text_atomic(path, crosscheck_study().to_csv(index=False, float_format="%.9g"))
+
+
 def pk_curves(hold_ms: float = 2.0, top: float = 0.92, points: int = 60) -> pd.DataFrame:
     """The M/D/1 and M/M/1 mean waits against utilisation, for drawing under the simulated points."""
     rho = np.linspace(0.05, top, points)
@@ -353,3 +565,194 @@ def readable(table: pd.DataFrame, columns: list[str], digits: int = 3,
     return pd.DataFrame({LABELS.get(column, column): [_cell(column, value, precision.get(column, digits))
                                                       for value in table[column]]
                          for column in columns})
+
+
+# ---------------------------------------------------------------- validation against SQL Server: the scorecard
+
+SCORECARD = ROOT / "book" / "data" / "scorecard.csv"
+# The code whose change can move a chapter's comparison table: the scorecard records a digest of it.
+SCORECARD_SOURCES = ("models/book/analysis/fairness.py", "models/book/analysis/nested.py",
+                     "models/book/analysis/hot_page.py", "models/book/analysis/version_store.py",
+                     "models/book/analysis/cci.py", "models/calibration.py", "models/scenarios/*.py")
+_BASIS = ("basis", "fitted or predicted", "model was", "how")
+_FIGURE = ("figure", "quantity")
+_MEASURED = ("published", "measured", "Obbish measured", "Randal measured", "Obbish", "White", "Randal")
+_RATIO = ("model / published", "model / measured")
+_NOTE = ("how", "note")
+
+
+def _ch3_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import fairness
+    fair, unfair = fairness.run_policy("fair"), fairness.run_policy("unfair")
+    return [("White, 2022", fairness.comparison(fair, unfair))]
+
+
+def _ch4_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import nested
+    cal = nested.CALIBRATED
+    table = nested.comparison_table(
+        nested.maxdop_curve(), nested.maxdop_curve(**cal),
+        nested.busy_table(maxdops=(8, 16, 24), quanta=(2.0, 4.0)),
+        nested.busy_table(maxdops=(8, 16, 24), quanta=(4.0,), **cal),
+        nested.slow_vs_fast_busy(maxdops=(8, 16, 24)), nested.slow_vs_fast_busy(maxdops=(8, 16, 24), **cal))
+    return [("Obbish, 2019d", table)]
+
+
+def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import hot_page
+    table = hot_page.comparison_table()
+    sources = {"002": "Poché, 2023", "004": "Biondi, 2021"}
+    return [(sources.get(str(seed), str(seed)), part.drop(columns="seed"))
+            for seed, part in table.groupby("seed", sort=True)]
+
+
+def _ch6_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import version_store
+    mixed = version_store.compare("read_fraction", [0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8])
+    table = version_store.comparison_table(version_store.run(versioning="off"), version_store.run(), mixed)
+    return [("Randal, 2021", table)]
+
+
+def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import cci
+    return [("Obbish, 2019g", cci.comparison_table()), ("Obbish, 2019g", cci.scaling_table())]
+
+
+# chapter number -> (notebook, the function that runs its model-against-measurement tables as the chapter does)
+CHAPTER_TABLES = {
+    3: ("03_fairness", _ch3_tables), 4: ("04_nested_transactions", _ch4_tables), 5: ("05_hot_page", _ch5_tables),
+    6: ("06_version_store", _ch6_tables), 7: ("07_cci_memory_grants", _ch7_tables),
+}
+
+
+def _first(table: pd.DataFrame, names: Iterable[str], skip: Iterable[str] = ()) -> str | None:
+    return next((n for n in names if n in table.columns and n not in skip), None)
+
+
+def _number(value: Any) -> str:
+    """A table cell as text: numbers with separators and three significant figures below 100."""
+    if isinstance(value, str):
+        return value
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    v = float(value)
+    if abs(v) >= 100 or v.is_integer():
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def predicted_rows(chapter: int, source: str, table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one chapter's model-against-measurement table whose basis is *predicted*, in one shape.
+
+    The chapters' tables differ in their columns; this finds the basis column (``basis``, or an older
+    name), keeps the rows whose basis begins with the word "predicted", and returns chapter, figure,
+    source, measured, model (every model column, labelled), the model/measured ratio where the table
+    gives numbers, the basis as written and the row's note on what it depends on.
+    """
+    basis_col = _first(table, _BASIS)
+    figure_col = _first(table, _FIGURE)
+    if basis_col is None or figure_col is None:
+        raise ValueError(f"chapter {chapter}: no basis or figure column among {list(table.columns)}")
+    measured_col = _first(table, _MEASURED) or next((c for c in table.columns if "measured" in c.lower()), None)
+    model_cols = [c for c in table.columns if c.lower().startswith("model") and "/" not in c and c != basis_col]
+    ratio_col = _first(table, _RATIO)
+    note_col = _first(table, _NOTE, skip=(basis_col,))
+    keep = table[basis_col].astype(str).str.strip().str.lower().str.startswith("predicted")
+    rows = []
+    for _, r in table[keep].iterrows():
+        figure = str(r[figure_col]) + (f", {r['run']}" if "run" in table.columns else "")
+        if len(model_cols) == 1:
+            model = _number(r[model_cols[0]])
+        else:
+            model = "; ".join(f"{_number(r[c])} ({c.removeprefix('model').strip(' ,()')})" for c in model_cols)
+        if {"low", "high"} <= set(table.columns) and pd.notna(r["low"]):
+            model += f" (band {_number(r['low'])} to {_number(r['high'])})"
+        ratio = float(r[ratio_col]) if ratio_col is not None and pd.notna(r[ratio_col]) else np.nan
+        rows.append({"chapter": chapter, "notebook": CHAPTER_TABLES[chapter][0], "figure": figure, "source": source,
+                     "measured": _number(r[measured_col]) if measured_col else "", "model": model, "ratio": ratio,
+                     "basis": str(r[basis_col]), "depends_on": str(r[note_col]) if note_col else ""})
+    return pd.DataFrame(rows, columns=["chapter", "notebook", "figure", "source", "measured", "model", "ratio",
+                                       "basis", "depends_on"])
+
+
+def parameter_ledger() -> pd.DataFrame:
+    """Every parameter the book derives from a measurement or assumes, with where it comes from, in one table.
+
+    The shared costs of :mod:`models.calibration` first, then each chapter's own parameter table where the
+    chapter has one (chapters 5, 6 and 7); chapters 3 and 4 list theirs in their prose.  Columns: chapter,
+    parameter, value, derived from.
+    """
+    from models import calibration as cal
+    from models.book.analysis import cci, hot_page, version_store
+
+    rows = [
+        ("all", "hand-off (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
+         f"White's fair run of NESTING_TRANSACTION_FULL: {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait over "
+         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; an upper bound for that latch, an assumption for any other"),
+        ("all", "split: context switch, wake-up", f"{cal.CONTEXT_SWITCH_US} µs, {cal.WAKEUP_US} µs",
+         "the switch from Duffy's 4,000 to 10,000 cycles at 3 GHz; the wake-up is the rest (the book's split, "
+         "not a measurement)"),
+        ("all", "a row's work under the leaf latch", f"{cal.INSERT_ROW_US:.2f} µs",
+         f"Poché's batching test: {cal.POCHE_SERIAL_US_PER_ROW:g} µs a row one call at a time, "
+         f"{cal.POCHE_BATCH500_US_PER_ROW:g} µs in calls of 500"),
+    ]
+    ledger = pd.DataFrame(rows, columns=["chapter", "parameter", "value", "derived from"])
+    parts = [ledger]
+    for chapter, module in ((5, hot_page), (6, version_store), (7, cci)):
+        table = module.parameter_table()
+        origin = _first(table, ("source", "from"))
+        derived = table[origin].astype(str) if origin else pd.Series([""] * len(table))
+        if "kind" in table.columns:
+            derived = table["kind"].astype(str) + ": " + derived
+        name = table["parameter"].astype(str)
+        if "scenario" in table.columns:
+            name = table["scenario"].astype(str) + ": " + name
+        parts.append(pd.DataFrame({"chapter": str(chapter), "parameter": name, "value": table["value"].astype(str),
+                                   "derived from": derived}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def sources_digest() -> str:
+    """A short digest of the code the chapters' tables come from (:data:`SCORECARD_SOURCES`)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for pattern in SCORECARD_SOURCES:
+        for path in sorted(ROOT.glob(pattern)):
+            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_scorecard(chapters: Iterable[int] = tuple(CHAPTER_TABLES)) -> pd.DataFrame:
+    """Every *predicted* row of the chapters' model-against-measurement tables, run as each chapter runs them.
+
+    Slow (chapter 3's full-scale fair run alone takes about two minutes): the appendix reads the stored
+    result, :data:`SCORECARD`, written by :func:`write_scorecard`.
+    """
+    parts = [predicted_rows(ch, source, table)
+             for ch in chapters for source, table in CHAPTER_TABLES[ch][1]()]
+    return pd.concat(parts, ignore_index=True)
+
+
+def write_scorecard(path: Path = SCORECARD) -> Path:
+    """Build the scorecard and store it whole, with the digest of the code it came from."""
+    from models.files import write_text_atomic
+
+    table = build_scorecard().assign(sources_digest=sources_digest())
+    return write_text_atomic(path, table.to_csv(index=False, float_format="%.6g"))
+
+
+def load_scorecard(path: Path = SCORECARD) -> pd.DataFrame:
+    """The stored scorecard (text cells kept as text)."""
+    return pd.read_csv(path, dtype={"measured": str, "model": str, "depends_on": str}, keep_default_na=False,
+                       na_values={"ratio": [""]})
+
+
+if __name__ == "__main__":  # python -m models.book.analysis.validation [scorecard|crosscheck]
+    import sys
+
+    what = sys.argv[1:] or ["scorecard", "crosscheck"]
+    if "scorecard" in what:
+        print(write_scorecard())
+    if "crosscheck" in what:
+        print(write_crosscheck_study())
