@@ -370,3 +370,11 @@ def comparison_table(curve: pd.DataFrame, curve_low: pd.DataFrame, busy: pd.Data
                  "predicted", "the direction agrees (one seed); his sizes are not in his text"))
     return pd.DataFrame(rows, columns=["quantity", "Obbish measured", "model (hand-off 9.7 µs)",
                                        f"model (hand-off {low_label}, refitted)", "basis", "note"])
+
+
+def model_against_measurement(co_tenant_maxdops: tuple[int, ...] = (8, 16, 24)) -> pd.DataFrame:
+    """The chapter's comparison table at the chapter's own settings: the notebook and the appendix's scorecard
+    both build it here, so they cannot drift apart."""
+    low = band_setup(BAND["1.5 µs (old fit)"])
+    return comparison_table(maxdop_curve(), maxdop_curve(**low), busy_seeds(maxdops=co_tenant_maxdops),
+                            busy_seeds(maxdops=co_tenant_maxdops, **low), slow_vs_fast_busy(maxdops=co_tenant_maxdops))

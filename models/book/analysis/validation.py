@@ -589,13 +589,7 @@ def _ch3_tables() -> list[tuple[str, pd.DataFrame]]:
 
 def _ch4_tables() -> list[tuple[str, pd.DataFrame]]:
     from models.book.analysis import nested
-    cal = nested.CALIBRATED
-    table = nested.comparison_table(
-        nested.maxdop_curve(), nested.maxdop_curve(**cal),
-        nested.busy_table(maxdops=(8, 16, 24), quanta=(2.0, 4.0)),
-        nested.busy_table(maxdops=(8, 16, 24), quanta=(4.0,), **cal),
-        nested.slow_vs_fast_busy(maxdops=(8, 16, 24)), nested.slow_vs_fast_busy(maxdops=(8, 16, 24), **cal))
-    return [("Obbish, 2019d", table)]
+    return [("Obbish, 2019d", nested.model_against_measurement())]
 
 
 def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
