@@ -242,7 +242,9 @@ def test_the_version_table_claims_no_measurement_on_2019_or_2022():
     for version in ("2019", "2022"):
         assert not table[version].str.contains("measured \\(|Obbish", regex=True).any()
         known = {"documented", "assumed as for 2005", "the model's guess", ins.NOT_KNOWN}
-        assert set(table[version]) - known <= {"not with columnstore indexes (Microsoft); trace flag 876 instead"}
+        documented = {v for v in table[version] if v.startswith("documented: ")}  # features, not measurements
+        assert set(table[version]) - known - documented <= {
+            "not with columnstore indexes (Microsoft); trace flag 876 instead"}
 
 
 def test_the_version_table_is_the_one_place_for_the_time_out_the_fallback_the_freeze_and_trace_flag_834():
@@ -417,3 +419,23 @@ def test_the_scaling_prediction_is_computed_and_holds_the_chapter_s_claims():
     table = cci.scaling_table()
     assert table["basis"].str.match(r"(fitted|predicted|input)").all()
     assert "inside" in table.set_index("figure").loc["96 sessions with LPIM, mean run time", "basis"]
+
+
+def test_the_finish_times_are_given_at_both_ends_of_the_scheduler_band():
+    band = cci.at_scheduler_band()
+    assert set(band) == {4, cci.SCHEDULERS} and cci.SETUP["schedulers"] == cci.SCHEDULERS == 8  # default unchanged
+    outcomes = {n: list(q["outcome"]) for n, q in band.items()}
+    assert outcomes[4] == outcomes[8]                              # the grant pattern does not depend on it ...
+    assert band[4]["elapsed_ms"].max() > band[8]["elapsed_ms"].max() * 1.2   # ... the last finish does
+
+
+def test_the_lpim_fit_band_brackets_the_main_fit():
+    band = cci.lpim_fit_band().set_index("reading")
+    lo, main, hi = band.index
+    assert band.loc[lo, "page_us_lpim"] < band.loc[main, "page_us_lpim"] < band.loc[hi, "page_us_lpim"]
+    assert band.loc[lo, "mean_96_s"] == pytest.approx(cci.LPIM_96_RANGE_S[0], rel=0.02)
+    assert band.loc[hi, "mean_96_s"] == pytest.approx(cci.LPIM_96_RANGE_S[1], rel=0.02)
+    assert band.loc[hi, "knee_on"] <= band.loc[main, "knee_on"] <= band.loc[lo, "knee_on"]
+    assert (band["kernel_share_96"] > 0.5).all()
+    with pytest.raises(ValueError, match="lpim_96_s"):
+        cci.setup_fitted_to(0.0)

@@ -89,8 +89,9 @@ VERSIONS = (
      "the model's guess", "the model's guess", "the model's guess", "the model's guess",
      "chosen to fit Obbish's sixth insert"),
     ("a columnstore insert's grant time-out is 25 s, whatever query wait and Resource Governor say",
-     "named by KB 4480641", "measured (Obbish)", "measured: still 25 s (Obbish)", NOT_KNOWN, NOT_KNOWN,
-     "Obbish, 2019g, quoting KB 4480641"),
+     "named by KB 4480641 for index builds; inserts not measured",
+     "measured for inserts (Obbish); named by KB 4480641 for index builds", "measured: still 25 s (Obbish)",
+     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g (inserts, 2017), quoting KB 4480641 (creating a columnstore index)"),
     ("a sixth insert at Obbish's setup fails with 8645", NOT_KNOWN, "measured (Obbish)", "measured (Obbish)",
      NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
     ("what a timed-out (forced) insert writes", NOT_KNOWN,
@@ -98,6 +99,14 @@ VERSIONS = (
      "delta stores only: measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
     ("a timed-out parallel insert with a batch-mode hash join freezes (KB 4462481)", NOT_KNOWN,
      "measured (Obbish)", "fixed since CU11 (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b, quoting KB 4462481"),
+    ("memory grant feedback: a repeated query's grant resized from what earlier runs used",
+     "not in this version", "documented: batch mode (compatibility 140)",
+     "documented: batch mode (compatibility 140)", "documented: row mode too (compatibility 150)",
+     "documented: percentile grants, kept in Query Store",
+     "Microsoft, Memory grant feedback; its effect on columnstore inserts is not measured"),
+    ("MAX_GRANT_PERCENT / MIN_GRANT_PERCENT query hints: one query's grant capped or floored",
+     "documented", "documented", "documented", "documented", "documented",
+     "Microsoft, Query hints (from 2012 SP3, Microsoft CSS blog); their effect on columnstore inserts is not measured"),
 )
 
 PARAMS = (
