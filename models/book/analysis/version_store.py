@@ -155,17 +155,22 @@ def adr_table(seeds: Iterable[int] = (1, 2, 3), **overrides: Any) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def comparison_table(base_off: "models.Result", base_on: "models.Result", mixed: pd.DataFrame) -> pd.DataFrame:
+def comparison_table(base_off: "models.Result", base_on: "models.Result", mixed: pd.DataFrame,
+                     band: pd.DataFrame | None = None) -> pd.DataFrame:
     """Randal's figures beside the model's at SETUP, each with its basis in How to read's words.
 
     ``base_off``/``base_on``: runs at SETUP with versioning off and on; ``mixed``: :func:`compare` over
-    ``read_fraction``.
+    ``read_fraction``; ``band``: the stored band (:func:`band_table`), whose range of read shares is added.
     """
     off, on = base_off.throughput_per_s, base_on.throughput_per_s
     share = wait_shares(base_on)
     guided = mixed[(mixed["loss_pct"] >= 100 * MIXED_GUIDANCE[0]) & (mixed["loss_pct"] <= 100 * MIXED_GUIDANCE[1])]
     reads = (f"{100 * guided['read_fraction'].min():.0f}% to {100 * guided['read_fraction'].max():.0f}% reads"
              if len(guided) else "no read fraction in the grid")
+    if band is not None:
+        crossing = guidance_reads(band)
+        reads += (f" ({100 * crossing['reads_at_15_pct'].min():.0f}% to {100 * crossing['reads_at_10_pct'].max():.0f}%"
+                  " over the band)")
     rows = [
         ("updates/s, versioning off", "about 80,000", f"{off:,.0f}", "fitted",
          "the CPU per update is derived from it (125 µs, each connection on its own scheduler)"),
