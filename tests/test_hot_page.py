@@ -156,12 +156,11 @@ def test_scenario_defaults_are_the_chapters_calibration():
 
 def test_the_queue_makes_a_cliff_and_flow_control_both_hurts_and_helps():
     """Past the point where the queue feeds the hold, rows/s fall as sessions are added (Lahoud's cliff);
-    flow control costs a little below it and wins above it (Radivojevic: 16% slower at 100 sessions, faster in
-    a convoy)."""
+    flow control changes little below it (the stored seeds find no detectable change at 32) and wins above it."""
     rate = {(n, flow): hp.run(sessions=n, inserts_per_session=200, optimize_for_sequential_key=flow).throughput_per_s
             for n in (32, 64, 400) for flow in ("off", "on")}
     assert rate[(400, "off")] < 0.6 * rate[(64, "off")]
-    assert rate[(32, "on")] < rate[(32, "off")]
+    assert abs(rate[(32, "on")] / rate[(32, "off")] - 1) < 0.05
     assert rate[(400, "on")] > 2 * rate[(400, "off")]
     # without the queue's cost there is no cliff: rows/s only level off
     flat = {n: hp.run(sessions=n, inserts_per_session=200, contender_cost_us=0.0).throughput_per_s for n in (64, 400)}
@@ -216,3 +215,71 @@ def test_the_queue_cost_fit_refuses_a_rate_the_model_cannot_fall_to():
     with pytest.raises(FitError, match="fewer than the model inserts"):
         lpi.queue_cost(values, 10.0)
     assert lpi.queue_cost(values, 1e9)[0] == 0.0  # faster than the model without any queue cost: no cost
+
+
+# ---------------------------------------------------------------- the hold band and the stored seeds (issue 34)
+
+@pytest.fixture(scope="module")
+def study():
+    import pandas as pd
+
+    from models.book.sweep import DATA_DIR
+
+    return pd.read_csv(DATA_DIR / "hot_page_band.csv")
+
+
+def test_the_hold_band_keeps_the_call_and_hits_the_same_targets():
+    """The far end of the hold band moves work from before the latch to under it and refits both fitted values."""
+    far = hp.with_hold(hp.SPLIT_BAND_US[1])
+    assert far["cpu_under_us"] + far["cpu_before_us"] == pytest.approx(
+        hp.SETUP_002["cpu_under_us"] + hp.SETUP_002["cpu_before_us"], abs=0.01)
+    assert hp.with_hold(hp.CPU_UNDER_US) == hp.SETUP_002
+    assert hp.run(far).elapsed_ms / 1000 == pytest.approx(hp.POCHE["wall_s"], rel=0.06)
+    assert hp.run(hp.wide(far)).extra["query_duration_ms"] / 1000 == pytest.approx(hp.POCHE["wide_s"], rel=0.1)
+    with pytest.raises(ValueError, match="no fit stored"):
+        hp.with_hold(20.0)
+
+
+def test_the_client_pace_fit_reproduces_the_stored_one():
+    assert hp.fit_think_wwi() == pytest.approx(hp.WWI_THINK_US, abs=3.0)
+
+
+def test_the_stored_study_is_not_stale(study):
+    """Rerun seed 1 at a few stored points: the same numbers come back."""
+    far = f"hold {hp.SPLIT_BAND_US[1]:g} us"
+    checks = [
+        (("sessions", "book's wake-up", dict(sessions=100, flow="on")),
+         hp.run(sessions=100, inserts_per_session=200, seed=1, optimize_for_sequential_key="on")),
+        (("sessions", far, dict(sessions=400, flow="off")),
+         hp.run(hp.with_hold(hp.SPLIT_BAND_US[1]), sessions=400, inserts_per_session=200, seed=1)),
+        (("throttled", far, {}), hp.run(hp.throttled(hp.with_hold(hp.SPLIT_BAND_US[1])), seed=1)),
+        (("biondi", "book's wake-up", dict(key="guid")), hp.run(hp.SETUP_004, key="guid", seed=1)),
+        (("buckets", "book's wake-up", dict(buckets=16)), hp.run(key="hash-bucket", buckets=16, seed=1)),
+    ]
+    for (part, setting, labels), fresh in checks:
+        row = study[(study["part"] == part) & (study["setting"] == setting) & (study["seed"] == 1)]
+        for name, value in labels.items():
+            row = row[row[name] == value]
+        assert len(row) == 1, (part, setting, labels)
+        stored = row.iloc[0]
+        assert fresh.throughput_per_s == pytest.approx(stored["rows_per_s"], rel=1e-5), (part, setting, labels)
+        assert hp.summary(fresh)["pagelatch_s"] == pytest.approx(stored["pagelatch_s"], rel=1e-4, abs=1e-6)
+
+
+def test_what_the_chapter_says_of_the_stored_seeds(study):
+    """Five seeds a point; no detectable change at 32 sessions; the throttled narrow waits point to the far hold;
+    the far hold shrinks the gains but keeps their direction."""
+    assert (study.groupby(["part", "setting"]).size() > 0).all()
+    assert set(study["seed"]) == set(hp.STUDY_SEEDS)
+    gains = hp.study_gains(study).set_index(["setting", "sessions"])
+    far = f"hold {hp.SPLIT_BAND_US[1]:g} us"
+    book = gains.loc[("book's wake-up", 32)]
+    assert abs(book["gain_pct"]) < book["ci_pct"]
+    thr = study[study["part"] == "throttled"].groupby("setting")["pagelatch_s"].mean()
+    assert thr["book's wake-up"] < 0.2 * hp.POCHE["throttled_narrow_waits_s"]
+    assert 0.8 < thr[far] / hp.POCHE["throttled_narrow_waits_s"] < 1.5
+    for n in (100, 400):
+        assert 0 < gains.loc[(far, n), "gain_pct"] < gains.loc[("book's wake-up", n), "gain_pct"]
+    # even the whole wide call under the latch, at random arrivals, stays short of the 14.6 s measured
+    whole = study.loc[study["part"] == "throttled wide, whole call held", "pagelatch_s"]
+    assert whole.max() < hp.POCHE["throttled_wide_waits_s"]
