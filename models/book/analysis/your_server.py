@@ -163,6 +163,12 @@ def whatif_frame(table: pd.DataFrame) -> pd.DataFrame:
     return t.reset_index(drop=True)
 
 
+def _shown_range(estimate: float, low: float, high: float) -> str:
+    """'estimate (low to high)', each to two significant digits of the half-width (:func:`ranged`)."""
+    estimate, low, high = ranged(estimate, low, high)
+    return f"{whatif.figure(estimate)} ({whatif.figure(low)} to {whatif.figure(high)})"
+
+
 def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The what-if rows as the page shows them: the change, its gain over now, throughput and wait with ranges."""
     banded = "band_low" in table and table["band_low"].notna().any()
@@ -172,9 +178,9 @@ def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
         "change": table["change"],
         "× now": table["vs_now"].map(lambda x: f"{x:.2f}"),
         **band,
-        "throughput": [f"{whatif.figure(t)} ({whatif.figure(lo)} to {whatif.figure(hi)}) {u}" for t, lo, hi, u
+        "throughput": [f"{_shown_range(t, lo, hi)} {u}" for t, lo, hi, u
                        in zip(table["throughput"], table["throughput_low"], table["throughput_high"], table["unit"])],
-        "wait (ms/s)": [f"{whatif.figure(t)} ({whatif.figure(lo)} to {whatif.figure(hi)})" for t, lo, hi
+        "wait (ms/s)": [_shown_range(t, lo, hi) for t, lo, hi
                         in zip(table["wait_ms_per_s"], table["wait_low"], table["wait_high"])],
     })
 
