@@ -66,7 +66,7 @@ MISFIT_REFUSED = 0.25   # a count missed by more than this share of the model's:
 CHECK_MIN_COUNT = 20.0  # ... and by more than this many events or ms over the interval (a handful is no evidence)
 
 # Waits that are idle time, not work waiting: the filter of Randal's wait-statistics script (SQLskills, "Wait
-# statistics, or please tell me where it hurts", as updated to 2021: PVS_PREALLOCATE, PWAIT_EXTENSIBILITY_CLEANUP_TASK,
+# statistics, or please tell me where it hurts", as updated since: PVS_PREALLOCATE, PWAIT_EXTENSIBILITY_CLEANUP_TASK,
 # PREEMPTIVE_OS_FLUSHFILEBUFFERS included) but for MEMORY_ALLOCATION_EXT, which the decommit diagnosis reads, plus
 # the availability-group and sp_server_diagnostics waits other published filters leave out too (HADR_FABRIC_CALLBACK,
 # PREEMPTIVE_HADR_LEASE_MECHANISM, PREEMPTIVE_SP_SERVER_DIAGNOSTICS): on an AG or ADR server they accrue wall-clock
