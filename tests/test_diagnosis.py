@@ -315,3 +315,21 @@ def test_other_works_cpu_lands_in_cpu_before_and_its_sessions_in_the_think_time(
     assert cpu["think_us"][0] - base["think_us"][0] == pytest.approx(-added_us, rel=1e-9)
     assert sessions["cpu_before_us"][0] == pytest.approx(base["cpu_before_us"][0], rel=1e-9)
     assert sessions["think_us"][0] - base["think_us"][0] == pytest.approx(5 / (rows / snap.interval_s) * 1e6, rel=1e-9)
+
+
+def test_the_idle_wait_filter_has_the_ag_and_adr_waits_and_one_home():
+    """Randal's current list (PVS_PREALLOCATE, PWAIT_EXTENSIBILITY_CLEANUP_TASK) and the AG idle waits are left out
+    of the ranking; the capture script keeps every wait, so fit.BENIGN is the only list."""
+    for wait in ("PVS_PREALLOCATE", "PWAIT_EXTENSIBILITY_CLEANUP_TASK", "HADR_FABRIC_CALLBACK",
+                 "PREEMPTIVE_HADR_LEASE_MECHANISM", "PREEMPTIVE_SP_SERVER_DIAGNOSTICS", "LAZYWRITER_SLEEP"):
+        assert wait in fitting.BENIGN, wait
+    assert "MEMORY_ALLOCATION_EXT" not in fitting.BENIGN  # the decommit diagnosis reads it
+    sql = (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
+    assert "PVS_PREALLOCATE" not in sql
+
+
+def test_the_capture_reads_each_counter_from_one_instance():
+    """No MAX over every instance: the Columnstore counters come from the captured database's instance or _Total."""
+    sql = (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
+    assert "MAX(pc.cntr_value)" not in sql
+    assert "N'_Total'" in sql and "TOP (1) pc.cntr_value" in sql

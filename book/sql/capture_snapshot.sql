@@ -376,20 +376,28 @@ WITH (MAX_MEMORY            = 4096 KB,
         -- names the DMV holds a running total), and the two SQLServer:Columnstore
         -- ones are totals since start-up, so their increase over the interval
         -- is the number wanted.  A counter the DMV lacks gets a row with an
-        -- empty count.
+        -- empty count.  Each counter is read from one instance, never the
+        -- largest of several: Transactions/sec from @database; the
+        -- Columnstore ones from @database where the object has an instance
+        -- for it, else from _Total (or the object's only, unnamed instance);
+        -- the other two from their object's single instance.
         INSERT INTO #snap (snap, source, name, count)
         SELECT @snap, 'counter', c.counter_name, p.cntr_value
-        FROM (VALUES (N'Batch Requests/sec',             N'%SQL Statistics%', CAST(NULL AS sysname)),
-                     (N'Transactions/sec',               N'%:Databases%',     @database),
-                     (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname)),
-                     (N'Total Rowgroups Compressed',     N'%:Columnstore%',   CAST(NULL AS sysname)),
-                     (N'Delta Rowgroups Created',        N'%:Columnstore%',   CAST(NULL AS sysname))
-             ) AS c (counter_name, object_pattern, instance_name)
-        OUTER APPLY (SELECT MAX(pc.cntr_value) AS cntr_value
+        FROM (VALUES (N'Batch Requests/sec',             N'%SQL Statistics%', CAST(NULL AS sysname), 0),
+                     (N'Transactions/sec',               N'%:Databases%',     @database,             0),
+                     (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname), 0),
+                     (N'Total Rowgroups Compressed',     N'%:Columnstore%',   CAST(NULL AS sysname), 1),
+                     (N'Delta Rowgroups Created',        N'%:Columnstore%',   CAST(NULL AS sysname), 1)
+             ) AS c (counter_name, object_pattern, instance_name, database_or_total)
+        OUTER APPLY (SELECT TOP (1) pc.cntr_value
                      FROM sys.dm_os_performance_counters AS pc
                      WHERE pc.object_name LIKE c.object_pattern
                        AND RTRIM(pc.counter_name) = c.counter_name
-                       AND (c.instance_name IS NULL OR RTRIM(pc.instance_name) = c.instance_name)) AS p;
+                       AND (c.instance_name IS NULL OR RTRIM(pc.instance_name) = c.instance_name)
+                       AND (c.database_or_total = 0
+                            OR RTRIM(pc.instance_name) IN (@database, N'_Total', N''))
+                     ORDER BY CASE RTRIM(pc.instance_name) WHEN @database THEN 0
+                                                           WHEN N'_Total' THEN 1 ELSE 2 END) AS p;
 
         -- The resource semaphores' forced grants and grant time-outs since start-up, summed over pools.
         INSERT INTO #snap (snap, source, name, count)

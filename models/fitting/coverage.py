@@ -75,18 +75,21 @@ TrueValues = dict[str, Callable[[dict[str, Any]], float]]
 
 
 def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], seed: int, names: list[str],
-               replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None) -> list[dict[str, Any]]:
+               replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None,
+               assume_instead: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One round trip's rows: for each fitted parameter its true value, estimate, range and whether it holds.
 
     The snapshot is the model at ``truth`` with ``seed``; the fit names the scenario and assumes every
     parameter it does not estimate (``names``) at its true value.  ``true_values`` gives, for a parameter
     whose set value the snapshot cannot show whole (a memory grant asked above its cap shows as the cap),
     the value it acts with, as a function of every parameter's true value.  A refused fit is one row with
-    the reason in ``refused``.
+    the reason in ``refused``.  ``assume_instead`` gives values the fit assumes in place of the true ones (a
+    misspecified fit: the snapshot written with one CPU distribution, say, and fitted assuming another).
     """
     spec = models.get_scenario(scenario)
     snap = _snapshot(scenario, dict(truth, seed=seed), window)
     assume = {k: v for k, v in truth.items() if k not in names and k != "seed"}
+    assume.update(assume_instead or {})
     base = {"scenario": scenario, "seed": seed}
     try:
         f = fitting.fit(snap, scenario=scenario, replicates=replicates, assume=assume)
@@ -110,13 +113,15 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
 
 def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trips: int, spread: float,
           replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None, first: int = 0,
+          assume_instead: dict[str, Any] | None = None,
           progress: Callable[[int, int], None] | None = None) -> tuple[pd.DataFrame, float]:
     """``trips`` round trips of ``scenario`` around ``base``: every trip's rows, and the seconds one trip took.
 
     Trip k (``first`` to ``first + trips - 1``) draws its truth from numpy's generator seeded [STUDY_SEED, k]
     and writes its snapshot with seed k + 1 (the fit's replicates use seeds from
     :data:`models.fitting.fit.REPLICATE_SEED`, so none shares one).  A study run with a ``first`` of its own
-    checks a widening on trips it was not derived from.
+    checks a widening on trips it was not derived from; ``assume_instead`` makes every fit misspecified
+    (:func:`round_trip`).
     """
     import time
 
@@ -125,7 +130,7 @@ def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trip
     began = time.perf_counter()
     for k in range(first, first + trips):
         truth = draw_truth(scenario, base, names, spread, np.random.default_rng([STUDY_SEED, k]))
-        for row in round_trip(scenario, truth, window, k + 1, names, replicates, true_values):
+        for row in round_trip(scenario, truth, window, k + 1, names, replicates, true_values, assume_instead):
             rows.append(dict(row, trip=k))
         if progress is not None:
             progress(k + 1 - first, trips)

@@ -336,7 +336,10 @@ GRANT_QUEUE = "a memory-grant queue (RESOURCE_SEMAPHORE) with no columnstore wor
 TEMPDB_ADVICE = ("the standard advice: several tempdb data files of equal size (they share the allocation "
                  "pages' load), with trace flag 1118's whole-extent allocation, the default for tempdb since "
                  "SQL Server 2016; on SQL Server 2019 and later, memory-optimized tempdb metadata "
-                 "(ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED TEMPDB_METADATA = ON) for system-table pages; "
+                 "(ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED TEMPDB_METADATA = ON) for system-table pages, "
+                 "and concurrent PFS updates, which remove most waits on PFS pages; on SQL Server 2022, concurrent "
+                 "GAM and SGAM updates too, so waits on a file's pages 2 and 3 should be rare there (Microsoft, "
+                 "System page latch concurrency enhancements, 2022); "
                  "fewer temporary-object creations (seed 002, Poche, and his tempdb post it links, list the "
                  "changes per version)")
 
@@ -497,7 +500,9 @@ def instance_caveats(snap: Snapshot) -> list[str]:
     _, where = database_context(snap)
     said = [f"ASSUMED: the schedulers' CPU, the batch requests and the user sessions are the whole instance's, and "
             f"the fit charges them all to the workload of {where}; other work on the instance would make the CPU "
-            "per call and the sessions too high"]
+            "per call and the sessions too high; and the schedulers' CPU (total_cpu_usage_ms) counts non-preemptive "
+            "workers only, so CPU spent in preemptive calls (PREEMPTIVE_* waits) is missing from it and would make "
+            "the CPU per call too low"]
     if system_database(snap):
         said.append(f"the capture was taken in {system_database(snap)}, a system database: its Transactions/sec and "
                     "index rows are not a user workload's")

@@ -45,7 +45,9 @@ SOURCES: dict[str, str] = {
     "xevent": "latch_acquired extended events counted by latch class: count acquires (optional)",
     "scheduler": "sys.dm_os_schedulers, one row per visible online scheduler: name scheduler_id, "
                  "count context_switches_count, time_ms total_cpu_usage_ms",
-    "counter": "sys.dm_os_performance_counters, cumulative ones: name counter_name, count the increase",
+    "counter": "sys.dm_os_performance_counters, cumulative ones: name counter_name, count the increase; each read "
+               "from one instance: Transactions/sec the captured database's, the Columnstore ones the captured "
+               "database's or else _Total's, the others the instance's",
     "semaphore": "sys.dm_exec_query_resource_semaphores, summed over pools and semaphores: name forced_grant_count "
                  "or timeout_error_count, count the increase",
     "index": "sys.dm_db_index_operational_stats of the captured database: name schema.table.index, "

@@ -29,20 +29,18 @@ from typing import Any
 
 import pandas as pd
 
-from models.book.analysis.your_server import ROUND_TRIPS
+from models.book.analysis.your_server import ACTING_VALUES, ROUND_TRIPS
 from models.book.sweep import DATA_DIR, Study, write_table
 from models.fitting import coverage
-from models.scenarios import cci_insert
 
 TRIPS = 120          # round trips per scenario (at least 100: a 95% share of 120 has a binomial error of 2 points)
 QUICK_TRIPS = 4      # the quick version's, for tests
 FIRST_TRIP = 1000    # trips 1000 on: fresh draws and seeds, not the trips 0-119 the fit's INFLATION was derived from
 SPREAD = 0.25        # true values drawn within a factor 1.25 of the setup's, either way
 SPREADS = {"convoy": 0.15}  # an open latch: kept below saturation (see the module docstring)
-# The value a parameter acts with, where the snapshot cannot show the one set: a grant asked above the 25%
-# cap is granted the cap, so the fit finds (and its range should hold) the grant, not the ask.
-TRUE_VALUES: dict[str, coverage.TrueValues] = {
-    "cci-insert": {"grant_mb_per_dop": lambda truth: cci_insert.grant_mb(truth) / truth["maxdop"]}}
+# The value a parameter acts with, where the snapshot cannot show the one set (the grant at its cap): one home,
+# shared with chapter 9's round-trip table.
+TRUE_VALUES: dict[str, coverage.TrueValues] = ACTING_VALUES
 SETUPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = dict(ROUND_TRIPS)
 SETUPS["convoy"] = (dict(ROUND_TRIPS["convoy"][0], arrival_rate_per_s=360.0), ROUND_TRIPS["convoy"][1])
 SUMMARY_FILE = "coverage.csv"
