@@ -595,7 +595,7 @@ def _ch4_tables() -> list[tuple[str, pd.DataFrame]]:
 def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
     from models.book.analysis import hot_page
     table = hot_page.comparison_table()
-    sources = {"002": "Poché, 2023", "004": "Biondi, 2021"}
+    sources = {"002": "Poché, 2023b", "004": "Biondi, 2021"}
     return [(sources.get(str(seed), str(seed)), part.drop(columns="seed"))
             for seed, part in table.groupby("seed", sort=True)]
 
@@ -609,7 +609,7 @@ def _ch6_tables() -> list[tuple[str, pd.DataFrame]]:
 
 def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
     from models.book.analysis import cci
-    return [("Obbish, 2019g", cci.comparison_table()), ("Obbish, 2019g", cci.scaling_table())]
+    return [("Obbish, 2019g", cci.comparison_table()), ("Obbish, 2019e", cci.scaling_table())]
 
 
 # chapter number -> (notebook, the function that runs its model-against-measurement tables as the chapter does)
