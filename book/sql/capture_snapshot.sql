@@ -371,9 +371,9 @@ WITH (MAX_MEMORY            = 4096 KB,
         WHERE s.status = N'VISIBLE ONLINE';
         -- book excerpt end
 
-        -- Performance counters.  The first three are cumulative (cntr_type
-        -- 272696576, PERF_COUNTER_BULK_COUNT: despite the "/sec" in their
-        -- names the DMV holds a running total), and the two SQLServer:Columnstore
+        -- Performance counters.  The first two are cumulative (cntr_type
+        -- 272696576, PERF_COUNTER_BULK_COUNT: the DMV holds a running total; for Version Generation rate,
+        -- if cntr_type is 272696576 difference two samples, if 65792 read it as is), and the two SQLServer:Columnstore
         -- ones are totals since start-up, so their increase over the interval
         -- is the number wanted.  A counter the DMV lacks gets a row with an
         -- empty count.  Each counter is read from one instance, never the
