@@ -439,3 +439,10 @@ def test_the_lpim_fit_band_brackets_the_main_fit():
     assert (band["kernel_share_96"] > 0.5).all()
     with pytest.raises(ValueError, match="lpim_96_s"):
         cci.setup_fitted_to(0.0)
+
+
+def test_exercise_3_spacing_thresholds_are_a_third_and_a_half_of_an_insert_s_time_alone():
+    # 40 s / 3 with 8 schedulers (three grants fit), 40 s / 2 with 4 (two inserts fill the schedulers)
+    assert cci.spacing_without_waits(8, gaps_s=(13.25, 13.5, 14.0)) == 13.5
+    assert cci.spacing_without_waits(4, gaps_s=(19.75, 20.0, 21.0)) == 20.0
+    assert math.isnan(cci.spacing_without_waits(4, gaps_s=(15.0, 19.75)))

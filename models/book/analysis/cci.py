@@ -131,6 +131,28 @@ def at_scheduler_band(**overrides: Any) -> dict[int, pd.DataFrame]:
     return {n: run(schedulers=n, **overrides).queries for n in SCHEDULER_BAND}
 
 
+# Start gaps tried for exercise 3's spacing (s): a quarter-second grid around the thresholds at both scheduler counts.
+SPACING_GAPS_S = tuple(10.0 + 0.25 * k for k in range(61))  # 10 to 25 s
+
+
+def spacing_without_waits(schedulers: int, queries: int = 12, gaps_s: Iterable[float] = SPACING_GAPS_S) -> float:
+    """The smallest start gap tried (s) from which none of ``queries`` spaced inserts waits for its grant.
+
+    Every larger gap tried must also be free of waits, so a gap that is free
+    only by chance below the threshold does not count; NaN if even the largest
+    gap tried leaves a wait.
+    """
+    gaps = sorted(gaps_s)
+    waits = [bool((run(queries=queries, start_gap_s=g, schedulers=schedulers).queries["grant_wait_ms"] > 0).any())
+             for g in gaps]
+    free_from = float("nan")
+    for gap, waited in zip(reversed(gaps), reversed(waits)):
+        if waited:
+            break
+        free_from = gap
+    return free_from
+
+
 BUILDS = {"rtm": "SQL Server 2017 RTM", "cu14": "SQL Server 2017 CU14"}
 # What became of an insert, as the outcome charts name it: the forced ones differ by build.
 RESULTS = ("granted at once", "forced, compressed", "forced, delta stores only", "error 8645")
