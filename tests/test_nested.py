@@ -111,3 +111,18 @@ def test_shared_worker_is_runnable_while_the_others_are_suspended():
     shared, others = "worker on the busy scheduler", "other workers (mean)"
     assert split[(shared, "runnable")] > 0.9 * split.loc[shared].sum()
     assert split[(others, "suspended")] > 0.9 * split.loc[others].sum()
+
+
+def test_fixed_gaps_make_the_shared_worker_wait_on_nearly_every_acquire():
+    """The waited share is predicted only given exponential gaps: with the CPU between records fixed at its mean
+    the insert alone takes the same time (no refit) and the shared worker waits on nearly every acquire."""
+    gaps = nx.gap_table(maxdops=(8,), seeds=(1, 2)).set_index("CPU between records")
+    assert gaps.loc["fixed", "alone (s)"] == pytest.approx(gaps.loc["exponential", "alone (s)"], rel=0.005)
+    assert gaps.loc["fixed", "waited (%)"] > 99.0
+    assert gaps.loc["fixed", "waited (%)"] - 100 * nx.OBBISH_BUSY[8]["waited"] > 2.0   # a miss
+    assert gaps.loc["fixed", "elapsed (s)"] > gaps.loc["exponential", "elapsed (s)"]
+
+
+def test_comparison_tables_low_end_is_the_bands_lower_bound():
+    assert nx.LOW_END in nx.BAND and nx.LOW_END.startswith("3.0")
+    assert sum(nx.BAND[nx.LOW_END].values()) == pytest.approx(3.0)
