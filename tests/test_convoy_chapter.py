@@ -260,8 +260,8 @@ def test_time_to_convoy_chart_states_the_computed_shares_on_shared_categories():
             if spec and "hconcat" in spec and "Time to convoy" in json.dumps(spec.get("title")):
                 assert wanted in json.dumps(spec["title"], ensure_ascii=False)
                 left, right = spec["hconcat"]
-                domains = {json.dumps(layer["encoding"]["x"]["scale"]["domain"]) for layer in left["layer"]}
-                domains.add(json.dumps(right["encoding"]["x"]["scale"]["domain"]))
+                domains = {json.dumps(layer["encoding"]["x"]["scale"]["domain"])
+                           for panel in (left, right) for layer in panel.get("layer", [panel])}
                 assert len(domains) == 1
                 return
     pytest.fail("no time-to-convoy chart in the stored notebook outputs")
