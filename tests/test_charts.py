@@ -374,6 +374,10 @@ def test_time_to_convoy_panels_share_their_rates():
     assert all(d == [430.0, 470.0] for d in domains)  # 430 appears on both panels although no run convoyed
     assert "60 s" in right["encoding"]["y"]["title"]
     svg(charts.time_to_convoy(onsets, summary, horizon_s=60, title="T", caption="c"))
+    with_ci = summary.assign(share_lo=[0.0, 0.34], share_hi=[0.66, 1.0])  # Wilson intervals: drawn as error bars
+    bars, rule = charts.time_to_convoy(onsets, with_ci, horizon_s=60, title="T", caption="c").to_dict()["hconcat"][1]["layer"]
+    assert bars["mark"]["type"] == "bar" and rule["mark"]["type"] == "rule"
+    assert rule["encoding"]["y2"]["field"] == "share_hi"
 
 
 def test_points_vs_formula_draws_the_formula_dashed_and_first():

@@ -42,19 +42,37 @@ def test_md1_helper_agrees_with_analytic_module_when_present():
 def test_convoy_onset_definition():
     t = np.arange(10.0)
     assert math.isnan(cv.convoy_onset_ms(t, np.zeros(10), 5.0))            # never above
-    assert cv.convoy_onset_ms(t, np.full(10, 9.0), 5.0) == 0.0            # above from the start
+    assert cv.convoy_onset_ms(t, np.full(10, 9.0), 5.0) == 0.0            # never found free: from the start
     w = np.array([0, 9, 9, 0, 0, 9, 9, 9, 9, 9], dtype=float)             # an excursion that came back
-    assert cv.convoy_onset_ms(t, w, 5.0) == 5.0
-    w[-1] = 0.0                                                            # ends healthy: no convoy
+    assert cv.convoy_onset_ms(t, w, 5.0) == 4.0                           # the last request that found it free
+    w[-1] = 4.0                                                            # ends below the threshold: no convoy
     assert math.isnan(cv.convoy_onset_ms(t, w, 5.0))
     with pytest.raises(ValueError):
         cv.convoy_onset_ms(t[::-1], w, 5.0)
+
+
+def test_wilson_interval():
+    lo, hi = cv.wilson_interval(4, 30)
+    assert (round(lo, 3), round(hi, 3)) == (0.053, 0.297)
+    assert cv.wilson_interval(0, 100)[0] == pytest.approx(0.0, abs=1e-12)
+    assert cv.wilson_interval(100, 100)[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        cv.wilson_interval(3, 2)
+
+
+def test_onset_threshold_is_far_above_the_stable_queue():
+    """The convoy threshold sits about ten times above Welch's mean wait at 450 req/s, the grid's highest stable rate."""
+    analytic = pytest.importorskip("models.analytic")
+    welch = analytic.fair_handoff_queue(0.45, 2.0, 4.0, 0.2).mean_latch_wait
+    assert welch == pytest.approx(108.9, abs=0.05)
+    assert 9 < sweep_def.ONSET_THRESHOLD_MS / welch < 10
 
 
 def test_onset_summary_counts_censored_runs_as_later():
     df = pd.DataFrame({"arrival_rate_per_s": [460] * 4, "time_to_convoy_s": [1.0, 2.0, np.nan, 70.0]})
     row = cv.onset_summary(df, horizon_s=60.0).iloc[0]
     assert row["convoyed"] == 2 and row["share"] == 0.5
+    assert row["share_lo"] < 0.5 < row["share_hi"]
     assert math.isnan(row["median_s"])  # half never convoyed within the horizon: no finite median
     df.loc[2, "time_to_convoy_s"] = 3.0
     assert cv.onset_summary(df, 60.0).iloc[0]["median_s"] == pytest.approx(2.5)
@@ -242,8 +260,8 @@ def test_time_to_convoy_chart_states_the_computed_shares_on_shared_categories():
             if spec and "hconcat" in spec and "Time to convoy" in json.dumps(spec.get("title")):
                 assert wanted in json.dumps(spec["title"], ensure_ascii=False)
                 left, right = spec["hconcat"]
-                domains = {json.dumps(layer["encoding"]["x"]["scale"]["domain"]) for layer in left["layer"]}
-                domains.add(json.dumps(right["encoding"]["x"]["scale"]["domain"]))
+                domains = {json.dumps(layer["encoding"]["x"]["scale"]["domain"])
+                           for panel in (left, right) for layer in panel.get("layer", [panel])}
                 assert len(domains) == 1
                 return
     pytest.fail("no time-to-convoy chart in the stored notebook outputs")

@@ -805,8 +805,8 @@ def series_lines(df: pd.DataFrame, x: str, y: str, series: str, *, title: str, c
 def time_to_convoy(onsets: pd.DataFrame, summary: pd.DataFrame, *, horizon_s: float, title: str,
                    caption: str | list[str], width: int = 300, height: int = 200) -> alt.HConcatChart:
     """Two panels over the same arrival rates: each run's time to convoy (ticks, medians as diamonds, log
-    scale) and the share of runs that convoyed within ``horizon_s`` (bars).  A caption given as a list of
-    strings is drawn one line each.
+    scale) and the share of runs that convoyed within ``horizon_s`` (bars, with error bars when ``summary``
+    has share_lo and share_hi).  A caption given as a list of strings is drawn one line each.
 
     ``onsets`` has arrival_rate_per_s, seed and time_to_convoy_s (NaN: none); ``summary`` is
     :func:`models.book.analysis.convoy.onset_summary` of it.  Both panels list every rate in ``summary``.
@@ -825,11 +825,20 @@ def time_to_convoy(onsets: pd.DataFrame, summary: pd.DataFrame, *, horizon_s: fl
                                                        color=SERIES_COLORS[1]).encode(
         x=x, y=alt.Y("median_s:Q", scale=alt.Scale(type="log")),
         tooltip=[alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("median_s:Q", title="median (s)", format=".2f")])
-    bars = alt.Chart(_records(summary[["arrival_rate_per_s", "share", "convoyed", "runs"]])).mark_bar(
-        color=SERIES_COLORS[0]).encode(
+    has_ci = {"share_lo", "share_hi"} <= set(summary.columns)
+    share_cols = ["arrival_rate_per_s", "share", "convoyed", "runs"] + (["share_lo", "share_hi"] if has_ci else [])
+    tips = [alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("convoyed:Q"), alt.Tooltip("runs:Q")]
+    if has_ci:
+        tips += [alt.Tooltip("share_lo:Q", title="95% interval from", format=".0%"),
+                 alt.Tooltip("share_hi:Q", title="95% interval to", format=".0%")]
+    share_base = alt.Chart(_records(summary[share_cols]))
+    bars = share_base.mark_bar(color=SERIES_COLORS[0]).encode(
         x=x, y=alt.Y("share:Q", title=f"runs that convoyed within {horizon_s:g} s (%)",
                       axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("arrival_rate_per_s:Q"), alt.Tooltip("convoyed:Q"), alt.Tooltip("runs:Q")])
+        tooltip=tips)
+    if has_ci:  # Wilson 95% intervals as error bars
+        bars = bars + share_base.mark_rule(color="#333333").encode(
+            x=x, y=alt.Y("share_lo:Q", scale=alt.Scale(domain=[0, 1])), y2="share_hi:Q", tooltip=tips)
     return alt.hconcat((ticks + diamonds).properties(width=width, height=height),
                        bars.properties(width=int(width * 0.7), height=height)).properties(
         title=_title(title, caption))
