@@ -39,6 +39,14 @@ def test_without_coherency_cost_the_fit_finds_no_early_peak():
     assert plateau.max() / plateau.min() < 1.02  # flat at 1 / (hold + hand-off)
 
 
+def test_usl_fits_a_peak_to_chapter_4s_plateau_which_has_no_coherency_cost():
+    """Chapter 4's main curve has no contender cost and no fall, yet the USL fit needs a coherency term."""
+    table, fit = v.usl_chapter4()
+    plateau = table["simulated_log_records_per_s"].iloc[-5:]
+    assert plateau.max() / plateau.min() < 1.02
+    assert fit.kappa > 0 and np.isfinite(fit.peak_n)
+
+
 def test_convergence_half_width_shrinks_with_run_length():
     table = v.convergence_table()
     assert table["ci_half_ms"].is_monotonic_decreasing or table["ci_half_ms"].iloc[-1] < table["ci_half_ms"].iloc[0] / 3
@@ -200,6 +208,16 @@ def test_repairman_throughput_while_all_workers_are_active_has_no_end_effect():
     assert (table["active_error_pct"].abs() < 1).all(), table
 
 
+def test_active_window_ends_at_a_fixed_time_before_any_worker_finishes():
+    """The window's end is set before the run; an end after the first worker finished is refused by name."""
+    import pandas as pd
+
+    log = pd.DataFrame({"worker": [0, 0, 1, 1], "release_ms": [1.0, 2.0, 1.5, 3.0]})
+    with pytest.raises(ValueError, match="end_ms"):
+        v.all_active_throughput(log, end_ms=2.5)
+    assert v.all_active_throughput(log, end_ms=2.0, warmup=0.0, batches=2)[0] == pytest.approx(1.5)
+
+
 def test_scorecard_keeps_only_predicted_rows_whatever_the_table_calls_its_columns():
     import pandas as pd
 
@@ -216,6 +234,20 @@ def test_scorecard_keeps_only_predicted_rows_whatever_the_table_calls_its_column
     assert rows["measured"].iloc[0] == "1 s" and rows["depends_on"].iloc[0] == "n1" and np.isnan(rows["ratio"].iloc[0])
     with pytest.raises(ValueError, match="chapter 9"):
         v.predicted_rows(9, "x", pd.DataFrame({"figure": ["a"], "model": [1]}))
+    # A share or a time in words gets its ratio when both sides hold one number in the same unit.
+    shares = pd.DataFrame({"quantity": ["share", "run", "turn"], "Obbish measured": ["33/36 = 91.7%", "141,162 ms", "8"],
+                           "model (hand-off 9.7 µs)": ["91.9 ± 0.5% (+0.2 points)", "161,120 ± 911 ms (+14%)", "6"],
+                           "basis": ["predicted", "consistent", "predicted"], "note": ["", "", ""]})
+    rows = v.predicted_rows(4, "Obbish, 2019d", shares, words=("predicted", "consistent"))
+    assert rows["ratio"].iloc[0] == pytest.approx(91.9 / 91.7) and rows["ratio"].iloc[1] == pytest.approx(161_120 / 141_162)
+    assert np.isnan(rows["ratio"].iloc[2])
+
+
+def test_chapter3_band_gives_every_predicted_row_at_both_ends_of_the_stored_band():
+    band = v.chapter3_band()
+    assert len(band) >= 1 and band["basis at 9.7 µs"].str.startswith("predicted").all()
+    assert (band["ratio_band_min"] <= band[["ratio_at_lowest", "ratio_at_highest"]].min(axis=1)).all()
+    assert (band["lowest_handoff_us"] < band["highest_handoff_us"]).all()
 
 
 def test_stored_scorecard_is_current():
@@ -226,7 +258,7 @@ def test_stored_scorecard_is_current():
     """
     stored = v.load_scorecard()
     assert set(stored["sources_digest"]) == {v.sources_digest()}
-    assert stored["basis"].str.lower().str.startswith("predicted").all()
+    assert stored["basis"].str.lower().str.startswith(v.SCORECARD_WORDS).all()
     assert set(stored["chapter"]) <= set(v.CHAPTER_TABLES)
 
 
@@ -264,8 +296,14 @@ def test_parameter_ledger_names_a_source_for_every_parameter():
     ledger = v.parameter_ledger()
     assert list(ledger.columns) == ["chapter", "parameter", "value", "derived from"]
     assert (ledger["derived from"].str.strip() != "").all(), ledger
-    assert {"all", "5", "6", "7"} <= set(ledger["chapter"])
+    assert {"all", "3", "4", "5", "6", "7"} <= set(ledger["chapter"])
     assert ledger.loc[0, "derived from"].startswith("White's fair run of NESTING_TRANSACTION_FULL")
+    assert "bound it below" in ledger.loc[0, "derived from"]
+    # The gaps between log records are an assumption of chapters 3 and 4, and say so.
+    gaps = ledger[ledger["parameter"] == "CPU between log records"]
+    assert set(gaps["chapter"]) == {"3", "4"} and gaps["derived from"].str.startswith("assumed").all()
+    # A row's work under the leaf latch is chapter 5's, not shared.
+    assert not ledger[(ledger["chapter"] == "all") & ledger["parameter"].str.contains("leaf")].shape[0]
 
 
 def test_a_burst_drains_under_even_arrivals_exactly_when_the_schedule_says():

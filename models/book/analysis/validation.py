@@ -17,6 +17,7 @@ what the simulation is compared with, and whether anything was fitted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -126,7 +127,12 @@ def convergence_table(rho: float = 0.9, hold_ms: float = 2.0,
 
 def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 0.1,
                     acquires_per_worker: int = 20_000, seed: int = REPAIRMAN_SEED) -> pd.DataFrame:
-    """Closed-latch throughput, response time and latch utilisation against exact MVA; row k on seed ``seed + k``."""
+    """Closed-latch throughput, response time and latch utilisation against exact MVA; row k on seed ``seed + k``.
+
+    Throughput is measured over the whole run and over a window fixed before the run (``active_*``: up to
+    :data:`ACTIVE_WINDOW_SHARE` of a worker's expected finishing time at MVA's rate); ``to_first_finish_*`` ends
+    the window at the first worker's last release instead, a time the run chooses, kept to show its lean.
+    """
     mva = analytic.mva_repairman(max(workers), think_ms, hold_ms)
     rows = []
     for k, n in enumerate(workers):
@@ -134,10 +140,13 @@ def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 
                          acquires=acquires_per_worker * n, seed=seed + k, record_acquires=acquires_per_worker * n,
                          **FREE)
         x = res.throughput_per_s / 1000.0
-        active, active_half = all_active_throughput(res.acquire_log)
+        # A fixed end, set before the run: 90% of the time a worker needs for its acquires at MVA's rate.
+        window_end = ACTIVE_WINDOW_SHARE * acquires_per_worker * n / float(mva.throughput[n - 1])
+        active, active_half = all_active_throughput(res.acquire_log, end_ms=window_end)
+        to_first_finish = all_active_throughput(res.acquire_log)[0]  # the window the run chooses, for comparison
         rows.append({"workers": n, "acquires_per_worker": acquires_per_worker, "seed": seed + k,
                      "simulated_throughput_per_ms": x, "active_throughput_per_ms": active,
-                     "active_ci_half_per_ms": active_half,
+                     "active_ci_half_per_ms": active_half, "to_first_finish_per_ms": to_first_finish,
                      "mva_throughput_per_ms": float(mva.throughput[n - 1]),
                      "simulated_response_ms": res.mean_wait_ms + hold_ms,
                      "mva_response_ms": float(mva.response_time[n - 1]),
@@ -146,23 +155,35 @@ def repairman_table(workers: list[int], think_ms: float = 1.0, hold_ms: float = 
     table = pd.DataFrame(rows)
     table["throughput_error_pct"] = 100 * (table["simulated_throughput_per_ms"] / table["mva_throughput_per_ms"] - 1)
     table["active_error_pct"] = 100 * (table["active_throughput_per_ms"] / table["mva_throughput_per_ms"] - 1)
+    table["to_first_finish_error_pct"] = 100 * (table["to_first_finish_per_ms"] / table["mva_throughput_per_ms"] - 1)
     table["active_within_ci"] = ((table["active_throughput_per_ms"] - table["mva_throughput_per_ms"]).abs()
                                  <= table["active_ci_half_per_ms"])
     table["response_error_pct"] = 100 * (table["simulated_response_ms"] / table["mva_response_ms"] - 1)
     return table
 
 
-def all_active_throughput(log: pd.DataFrame, warmup: float = 0.05, batches: int = 20) -> tuple[float, float]:
+# The all-active window of repairman_table ends at this share of a worker's expected finishing time.
+ACTIVE_WINDOW_SHARE = 0.9
+
+
+def all_active_throughput(log: pd.DataFrame, end_ms: float | None = None, warmup: float = 0.05,
+                          batches: int = 20) -> tuple[float, float]:
     """Releases per ms while every worker is still working, with a 95% batch-means half-width.
 
     A closed run in which each worker has a fixed number of acquires ends with a tail in which fewer
     workers compete; the steady state (MVA) has all of them.  The window runs from ``warmup`` of the way
-    to the first worker's last release up to that release; it is cut into ``batches`` equal parts, and
-    the half-width is Student's t over the parts' rates.
+    to ``end_ms`` up to ``end_ms``; it is cut into ``batches`` equal parts, and the half-width is Student's t
+    over the parts' rates.  ``end_ms`` should be fixed before the run: ending at the first worker's last
+    release (the default, kept for comparison) is a time the run chooses, just after a worker got ahead, and
+    it biases the rate upward.  An ``end_ms`` after the first worker finished is refused by name.
     """
     from scipy import stats
 
-    end = float(log.groupby("worker")["release_ms"].max().min())
+    first_finish = float(log.groupby("worker")["release_ms"].max().min())
+    end = first_finish if end_ms is None else float(end_ms)
+    if not 0 < end <= first_finish:
+        raise ValueError(f"end_ms={end_ms!r} is out of range: the window must end by the first worker's last "
+                         f"release, {first_finish:.3f} ms")
     start = warmup * end
     edges = np.linspace(start, end, batches + 1)
     counts, _ = np.histogram(log["release_ms"].to_numpy(), bins=edges)
@@ -357,6 +378,23 @@ def usl_table(maxdops: Iterable[int] = (1, 2, 4, 6, 8, 12, 16, 20, 24), contende
     fit = stored.fitted(analytic.usl_fit(np.array(maxdops), np.array(xs)))
     table = pd.DataFrame({"maxdop": list(maxdops), "simulated_log_records_per_s": xs,
                           "usl_log_records_per_s": fit.lambda_ * analytic.usl(np.array(maxdops), fit.sigma, fit.kappa)})
+    table["reference"] = "USL fitted to these runs: fitted, agreement proves nothing"
+    return table, fit
+
+
+def usl_chapter4(query: str = "fast") -> tuple[pd.DataFrame, analytic.USLFit]:
+    """The USL fitted to chapter 4's own curve at its main setting (no contender cost): log records per second
+    of one query against MAXDOP, run as ``nested.maxdop_curve`` runs it (one seed), in the shape
+    of :func:`usl_table`."""
+    from models.book.analysis import nested
+
+    maxdops = np.array(nested.MAXDOPS)
+    # The run of nested.maxdop_curve, one query only: log records over its elapsed time at full scale.
+    xs = np.array([nested.MODEL_LATCHES / (nested.run(query, maxdop=int(n)).elapsed_ms * nested.SCALE / 1000.0)
+                   for n in maxdops])
+    fit = stored.fitted(analytic.usl_fit(maxdops, xs))
+    table = pd.DataFrame({"maxdop": maxdops, "simulated_log_records_per_s": xs,
+                          "usl_log_records_per_s": fit.lambda_ * analytic.usl(maxdops, fit.sigma, fit.kappa)})
     table["reference"] = "USL fitted to these runs: fitted, agreement proves nothing"
     return table, fit
 
@@ -635,13 +673,29 @@ def _number(value: Any) -> str:
     return f"{v:.3g}"
 
 
-def predicted_rows(chapter: int, source: str, table: pd.DataFrame) -> pd.DataFrame:
+_MEASURED_NUMBER = re.compile(r"^(?:\d+/\d+ = )?([\d,]+(?:\.\d+)?) ?(%|ms|s)$")
+_MODEL_NUMBER = re.compile(r"^([\d,]+(?:\.\d+)?)(?: ± [\d,.]+)? ?(%|ms|s)(?!\w)")
+
+
+def _text_ratio(measured: str, model: str) -> float:
+    """model / measured for two text cells that each open with one number in the same unit (%, ms or s):
+    "33/36 = 91.7%" against "91.9 ± 0.5% (+0.2 points)"; NaN for anything else (words, ranges, "vs")."""
+    m, n = _MEASURED_NUMBER.match(measured.strip()), _MODEL_NUMBER.match(model.strip())
+    if m is None or n is None or m.group(2) != n.group(2):
+        return np.nan
+    top, bottom = float(n.group(1).replace(",", "")), float(m.group(1).replace(",", ""))
+    return top / bottom if bottom else np.nan
+
+
+def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
+                   words: tuple[str, ...] = ("predicted",)) -> pd.DataFrame:
     """The rows of one chapter's model-against-measurement table whose basis is *predicted*, in one shape.
 
     The chapters' tables differ in their columns; this finds the basis column (``basis``, or an older
-    name), keeps the rows whose basis begins with the word "predicted", and returns chapter, figure,
-    source, measured, model (every model column, labelled), the model/measured ratio where the table
-    gives numbers, the basis as written and the row's note on what it depends on.
+    name), keeps the rows whose basis begins with one of ``words`` (by default "predicted"), and returns
+    chapter, figure, source, measured, model (every model column, labelled), the model/measured ratio where
+    the table gives numbers (from its ratio column, or else from a measured and a first model cell that each
+    hold one number in the same unit), the basis as written and the row's note on what it depends on.
     """
     basis_col = _first(table, _BASIS)
     figure_col = _first(table, _FIGURE)
@@ -651,7 +705,7 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame) -> pd.DataFra
     model_cols = [c for c in table.columns if c.lower().startswith("model") and "/" not in c and c != basis_col]
     ratio_col = _first(table, _RATIO)
     note_col = _first(table, _NOTE, skip=(basis_col,))
-    keep = table[basis_col].astype(str).str.strip().str.lower().str.startswith("predicted")
+    keep = table[basis_col].astype(str).str.strip().str.lower().str.startswith(tuple(words))
     rows = []
     for _, r in table[keep].iterrows():
         figure = str(r[figure_col]) + (f", {r['run']}" if "run" in table.columns else "")
@@ -661,34 +715,82 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame) -> pd.DataFra
             model = "; ".join(f"{_number(r[c])} ({c.removeprefix('model').strip(' ,()')})" for c in model_cols)
         if {"low", "high"} <= set(table.columns) and pd.notna(r["low"]):
             model += f" (band {_number(r['low'])} to {_number(r['high'])})"
-        ratio = float(r[ratio_col]) if ratio_col is not None and pd.notna(r[ratio_col]) else np.nan
+        measured = _number(r[measured_col]) if measured_col else ""
+        if ratio_col is not None and pd.notna(r[ratio_col]):
+            ratio = float(r[ratio_col])
+        else:
+            ratio = _text_ratio(measured, _number(r[model_cols[0]])) if model_cols else np.nan
         rows.append({"chapter": chapter, "notebook": CHAPTER_TABLES[chapter][0], "figure": figure, "source": source,
-                     "measured": _number(r[measured_col]) if measured_col else "", "model": model, "ratio": ratio,
+                     "measured": measured, "model": model, "ratio": ratio,
                      "basis": str(r[basis_col]), "depends_on": str(r[note_col]) if note_col else ""})
     return pd.DataFrame(rows, columns=["chapter", "notebook", "figure", "source", "measured", "model", "ratio",
                                        "basis", "depends_on"])
 
 
+def _scenario_default(name: str) -> Any:
+    """The default value of a parallel-insert parameter (what a chapter's SETUP leaves unset takes)."""
+    from models.scenarios import parallel_insert
+
+    return next(p.default for p in parallel_insert.PARAMS if p.name == name)
+
+
+def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
+    """Chapters 3 and 4's parameter chains, read from ``fairness.SETUP`` and ``nested.SETUP`` and the
+    constants each is derived from (chapter, parameter, value, derived from)."""
+    from models.book.analysis import fairness as f, nested as n
+
+    gaps3, gaps4 = (setup.get("cpu_dist", _scenario_default("cpu_dist")) for setup in (f.SETUP, n.SETUP))
+    gap_note = ("assumed: no source gives how the CPU between two log records varies; the rows that depend on "
+                "it are predicted given this choice")
+    assumed3 = ", ".join(f"{k} = {f.SETUP[k]:g}" for k in f.ASSUMED)
+    return [
+        ("3", "log records R (the latch's acquires)", f"{f.RECORDS:,}",
+         f"assumed: {f.SETUP['rows_per_page']} rows per page, one page-image record per page and 3 per extent "
+         f"(the chapter moves R by ±15%)"),
+        ("3", "hold", f"{f.HOLD_US:g} µs",
+         f"White's fair run: {f.PUBLISHED['fair']['elapsed_s']:g} s / R − hand-off"),
+        ("3", "CPU per row", f"{f.CPU_PER_ROW_US:g} µs", f"White's unfair run: {f.PUBLISHED['unfair']['elapsed_s']:g} s"
+         " (a model run, fitted)"),
+        ("3", "spin cycle", f"{f.SPIN_ROUNDS * f.SPIN_CHECK_US:g} µs ({f.SPIN_ROUNDS} rounds of {f.SPIN_CHECK_US:g} µs)",
+         f"White's unfair run: no more than {f.PUBLISHED['unfair']['backoffs']} back-offs (seed 1)"),
+        ("3", "one spin", f"{f.NS_PER_SPIN:g} ns", "sized to White's 658 spins per collision (earlier spinner)"),
+        ("3", "spin look, back-off, back-offs allowed, CPU per log record", assumed3, "assumed"),
+        ("3", "CPU between log records", gaps3, gap_note),
+        ("4", "hold", f"{n.HOLD_US:g} µs",
+         f"Obbish's co-tenant MAXDOP {n.ALONE_BOUND_MAXDOP} run: {n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f}"
+         f" ms / 'almost {n.LARGEST_SLOWDOWN:g}' = {n.ALONE_BOUND_MS:,.0f} ms alone, read as an equality"),
+        ("4", "CPU per log record: fast, slow",
+         f"{n.cpu_per_record_us('fast'):.1f} µs, {n.cpu_per_record_us('slow'):.1f} µs",
+         f"Obbish's MAXDOP 1 times ({n.MAXDOP1_MS['fast']:,.0f} ms, {n.MAXDOP1_MS['slow']:,.0f} ms) over "
+         f"his {n.LATCHES:,} acquires"),
+        ("4", "rows per page; log records per extent", f"{n.ROWS_PER_PAGE}; 3",
+         "input: his row size and his acquire count"),
+        ("4", "hand-off", "the shared hand-off", "White's measurement of this latch class (first row)"),
+        ("4", "the co-tenant's share of its scheduler", "equal turns", "built in (the model's quantum rule)"),
+        ("4", "CPU between log records", gaps4, gap_note),
+    ]
+
+
 def parameter_ledger() -> pd.DataFrame:
     """Every parameter the book derives from a measurement or assumes, with where it comes from, in one table.
 
-    The shared costs of :mod:`models.calibration` first, then each chapter's own parameter table where the
-    chapter has one (chapters 5, 6 and 7); chapters 3 and 4 list theirs in their prose.  Columns: chapter,
-    parameter, value, derived from.
+    The shared costs of :mod:`models.calibration` first, then chapters 3 and 4's chains (from their SETUP),
+    then each chapter's own parameter table (chapters 5, 6 and 7; a row's work under the leaf latch is
+    chapter 5's).  Columns: chapter, parameter, value,
+    derived from.
     """
     from models import calibration as cal
-    from models.book.analysis import cci, hot_page, version_store
+    from models.book.analysis import cci, fairness, hot_page, version_store
 
     rows = [
         ("all", "hand-off (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
          f"White's fair run of NESTING_TRANSACTION_FULL: {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait over "
-         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; an upper bound for that latch, an assumption for any other"),
+         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; an upper bound for that latch (his two elapsed times "
+         f"bound it below by about {fairness.lower_handoff_us():.1f} µs), an assumption for any other"),
         ("all", "split: context switch, wake-up", f"{cal.CONTEXT_SWITCH_US} µs, {cal.WAKEUP_US} µs",
          "the switch from Duffy's 4,000 to 10,000 cycles at 3 GHz; the wake-up is the rest (the book's split, "
          "not a measurement)"),
-        ("all", "a row's work under the leaf latch", f"{cal.INSERT_ROW_US:.2f} µs",
-         f"Poché's batching test: {cal.POCHE_SERIAL_US_PER_ROW:g} µs a row one call at a time, "
-         f"{cal.POCHE_BATCH500_US_PER_ROW:g} µs in calls of 500"),
+        *_insert_chapter_rows(),
     ]
     ledger = pd.DataFrame(rows, columns=["chapter", "parameter", "value", "derived from"])
     parts = [ledger]
@@ -717,13 +819,51 @@ def sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
+# The basis words the scorecard keeps: the predicted rows it shows, and the consistent rows (the model built
+# from the source's own mechanism) that the appendix names beside it.
+SCORECARD_WORDS = ("predicted", "consistent")
+
+
+FAIRNESS_BAND = ROOT / "book" / "data" / "fairness_band.csv"
+
+
+def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
+    """Chapter 3's predicted rows with a published figure across the chapter's stored band (mean over seeds).
+
+    One row per figure of ``fairness.BAND_ROWS`` whose basis begins with "predicted" and that has White's
+    number: the model / White ratio at the lowest and highest hand-off of the band (log-record count as
+    assumed), the smallest and largest ratio over the whole hand-off band, and at 9.7 us with the record
+    count R moved by the band's factors.  Read from the stored study (``book/data/fairness_band.csv``).
+    """
+    from models.book.analysis import fairness
+
+    summary = fairness.band_summary(pd.read_csv(path))
+    handoffs = summary[summary["record_factor"] == 1.0].sort_values("handoff_us")
+    moved_r = summary[summary["handoff_us"] == fairness.HANDOFF_US].sort_values("record_factor")
+    rows = []
+    for key, figure, white, word in fairness.BAND_ROWS:
+        if white is None or not word.strip().lower().startswith("predicted"):
+            continue
+        ratios = handoffs[key] / white
+        r_ratios = moved_r[key] / white
+        rows.append({"figure": figure, "White": white, "basis at 9.7 µs": word,
+                     "lowest_handoff_us": float(handoffs["handoff_us"].iloc[0]),
+                     "highest_handoff_us": float(handoffs["handoff_us"].iloc[-1]),
+                     "ratio_at_lowest": float(ratios.iloc[0]), "ratio_at_highest": float(ratios.iloc[-1]),
+                     "ratio_band_min": float(ratios.min()), "ratio_band_max": float(ratios.max()),
+                     "r_factors": ", ".join(f"{f:g}" for f in moved_r["record_factor"]),
+                     "ratio_r_min": float(r_ratios.min()), "ratio_r_max": float(r_ratios.max())})
+    return pd.DataFrame(rows)
+
+
 def build_scorecard(chapters: Iterable[int] = tuple(CHAPTER_TABLES)) -> pd.DataFrame:
-    """Every *predicted* row of the chapters' model-against-measurement tables, run as each chapter runs them.
+    """Every *predicted* and *consistent* row of the chapters' model-against-measurement tables, run as each
+    chapter runs them (the appendix shows the predicted ones and names the consistent ones).
 
     Slow (chapter 3's full-scale fair run alone takes about two minutes): the appendix reads the stored
     result, :data:`SCORECARD`, written by :func:`write_scorecard`.
     """
-    parts = [predicted_rows(ch, source, table)
+    parts = [predicted_rows(ch, source, table, words=SCORECARD_WORDS)
              for ch in chapters for source, table in CHAPTER_TABLES[ch][1]()]
     return pd.concat(parts, ignore_index=True)
 
