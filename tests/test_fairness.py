@@ -42,16 +42,20 @@ def test_cpu_per_row_is_what_the_fit_gives():
 
 
 def test_every_row_has_a_basis_word_and_the_fitted_ones_are_the_calibration(table):
-    assert set(table["basis"]) == {fx.FITTED, fx.FOLLOWS, fx.CONSISTENT, fx.PREDICTED}
+    assert set(table["basis"]) == {fx.FITTED, fx.FOLLOWS, fx.CONSISTENT, fx.PREDICTED, fx.PREDICTED_PLUS_FITTED}
     fitted = set(table.index[table["basis"] == fx.FITTED])
     assert fitted == {("elapsed_s", "fair"), ("elapsed_s", "unfair"),
                       ("signal_wait_ms", "fair"), ("spins", "unfair"), ("backoffs", "unfair")}
     assert set(table.index[table["basis"] == fx.FOLLOWS]) == {("speedup", "fair ÷ unfair")}
     # Only the fair rows no parameter was chosen for are predicted; those resting on R say so.
     predicted = set(table.index[table["basis"] == fx.PREDICTED])
-    assert predicted == {("latch_waits", "fair"), ("latch_wait_ms", "fair"), ("max_wait_ms", "fair")}
-    for key in (("latch_waits", "fair"), ("latch_wait_ms", "fair")):
-        assert "assumed R" in table.loc[key, "how"], key
+    assert predicted == {("latch_waits", "fair"), ("resource_wait_ms", "fair"), ("max_wait_ms", "fair")}
+    for key in (("latch_waits", "fair"), ("resource_wait_ms", "fair")):
+        assert "assumed R" in table.loc[key, "how"] and "exponential gaps" in table.loc[key, "how"], key
+    # The total wait time holds the fitted signal wait: it is the predicted resource part plus that.
+    assert table.loc[("latch_wait_ms", "fair"), "basis"] == fx.PREDICTED_PLUS_FITTED
+    assert table.loc[("latch_wait_ms", "fair"), "model"] == pytest.approx(
+        table.loc[("resource_wait_ms", "fair"), "model"] + table.loc[("signal_wait_ms", "fair"), "model"])
     # A row the model misses says so.
     for key in (("latch_waits", "unfair"), ("max_wait_ms", "fair")):
         assert "miss" in table.loc[key, "how"], key
@@ -252,3 +256,59 @@ def test_starvation_intervals_and_chance():
     # At MAXDOP 2 both follow chance.
     for p in ("fair", "unfair"):
         assert s.loc[(2, p), "ci95_low"] - 0.005 < s.loc[(2, p), "chance"] < s.loc[(2, p), "ci95_high"] + 0.005
+
+
+# ---------------------------------------------------------------- the gap check (issue 34, round 3)
+
+@pytest.fixture(scope="module")
+def gaps():
+    import pandas as pd
+
+    from models.book.sweep import DATA_DIR
+
+    return pd.read_csv(DATA_DIR / "fairness_gaps.csv")
+
+
+def test_the_setup_names_its_gap_shape_as_an_assumption():
+    assert fx.SETUP["cpu_dist"] == "exponential" and "cpu_dist" in fx.ASSUMED
+    # Erlang-4 gaps keep the mean: the fair run, latch-bound, takes about as long with each shape.
+    times = [fx.run_policy("fair", rows=fx.WHITE_ROWS // 16, cpu_dist=d).elapsed_ms for d in fx.GAP_DISTS]
+    assert max(times) / min(times) < 1.05
+
+
+def test_every_gap_shape_is_refitted_and_fixed_gaps_are_not_random(gaps):
+    s = fx.gap_summary(gaps).set_index(["cpu_dist", "handoff_us"])
+    assert (gaps.groupby(["cpu_dist", "handoff_us"]).size() == len(fx.BAND_SEEDS)).all()
+    assert set(s.index) == {(d, h) for d in fx.GAP_DISTS for h in fx.GAP_HANDOFFS_US}
+    # The fit holds for every shape at 9.7 us and for the random shapes at 4 us; fixed gaps at 4 us defeat it.
+    fitted = [k for k in s.index if not (k[0] == "fixed" and k[1] == 4.0)]
+    assert ((s.loc[fitted, "elapsed_s_unfair"] - 4.5).abs() < 0.03).all()
+    assert s.loc[("fixed", 4.0), "elapsed_s_unfair"] < 4.4
+    # With fixed gaps nothing is random: the five seeds give one run.
+    spreads = [c for c in s.columns if c.endswith("_spread")]
+    assert (s.loc[[k for k in s.index if k[0] == "fixed"], spreads].abs().to_numpy() == 0).all()
+
+
+def test_collisions_need_random_gaps_and_fixed_gaps_make_every_acquire_wait(gaps):
+    s = fx.gap_summary(gaps).set_index(["cpu_dist", "handoff_us"])
+    h = fx.HANDOFF_US
+    white = fx.PUBLISHED["unfair"]["collisions"]
+    assert s.loc[("fixed", h), "collisions_unfair"] < 100
+    for d in ("erlang4", "exponential"):
+        assert 0.4 * white < s.loc[(d, h), "collisions_unfair"] < 0.5 * white, d
+    # Fair waits: every record waits with fixed gaps; random gaps leave some acquires free.
+    assert s.loc[("fixed", h), "latch_waits_fair"] == pytest.approx(fx.RECORDS, abs=2)
+    assert s.loc[("exponential", h), "latch_waits_fair"] < s.loc[("erlang4", h), "latch_waits_fair"] \
+        < s.loc[("fixed", h), "latch_waits_fair"]
+    # Exercise 3 rests on the hand-off, not the gaps.
+    for end, (lo, hi) in ((h, (1.85, 2.05)), (4.0, (1.25, 1.4))):
+        assert all(lo < s.loc[(d, end), "ex3_speedup"] < hi for d in fx.GAP_DISTS), end
+
+
+def test_the_stored_gap_check_is_not_stale(gaps):
+    """Refit the fixed-gap 9.7 us end (fast: nothing random) and rerun seed 1: the stored row comes back."""
+    fresh = fx.band_row(fx.HANDOFF_US, seeds=(1,), cpu_dist="fixed")[0]
+    stored = gaps[(gaps.cpu_dist == "fixed") & (gaps.handoff_us == fx.HANDOFF_US) & (gaps.seed == 1)].iloc[0]
+    for key in ("cpu_per_row_us", "spin_rounds", "elapsed_s_fair", "latch_waits_fair", "collisions_unfair",
+                "ex3_speedup"):
+        assert fresh[key] == pytest.approx(stored[key], rel=1e-5), key

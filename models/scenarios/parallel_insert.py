@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
+from models.engine.program import DISTRIBUTIONS, EX, EXPONENTIAL, FIXED, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
@@ -37,6 +37,7 @@ from models.workload import LatchSpec, Workload
 EXTENT_PAGES = 8
 RECORDS_PER_EXTENT = 3
 FOREVER = 2**62
+ERLANG_STAGES = 4  # cpu_dist="erlang4": the CPU between log records as four exponential stages of a quarter each
 
 PARAMS = (
     Param("maxdop", "int", 8, "", 1, MAX_DOP, help="parallel workers inserting (degree of parallelism)"),
@@ -47,8 +48,8 @@ PARAMS = (
     Param("cpu_per_row_us", "float", 1.0, "us", 0.0, 10_000.0, help="CPU to read and process one row"),
     Param("cpu_per_log_record_us", "float", 5.0, "us", 0.0, 10_000.0,
           help="CPU to prepare one log record, outside the latch"),
-    Param("cpu_dist", "choice", "exponential", choices=("fixed", "exponential"),
-          help="CPU between log records exactly its mean, or exponential with that mean"),
+    Param("cpu_dist", "choice", "exponential", choices=("fixed", "erlang4", "exponential"),
+          help="CPU between log records exactly its mean, Erlang-4 (four exponential quarters) or exponential"),
     Param("hold_us", "float", 2.0, "us", 0.01, 10_000.0, help="time the latch is held to add one log record"),
     Param("contender_cost_us", "float", 0.0, "us", 0.0, 1000.0,
           help="extra hold time per worker contending for the latch (cache-line coherency)"),
@@ -73,13 +74,15 @@ def build(values: dict[str, Any]) -> Workload:
     records = log_records(values)
     rows_per_record = values["rows"] / records
     between = rows_per_record * values["cpu_per_row_us"] + values["cpu_per_log_record_us"]
-    dist = DISTRIBUTIONS[values["cpu_dist"]]
+    dist = None if values["cpu_dist"] == "erlang4" else DISTRIBUTIONS[values["cpu_dist"]]
     starts = []
     for w in range(n):
         share = records // n + (1 if w < records % n else 0)
         starts.append(prog.start())
         if share > 0:
-            body = prog.cpu(between, dist)
+            body = prog.cpu(between / ERLANG_STAGES, EXPONENTIAL) if dist is None else prog.cpu(between, dist)
+            for _ in range(ERLANG_STAGES - 1 if dist is None else 0):
+                prog.cpu(between / ERLANG_STAGES, EXPONENTIAL)
             prog.yield_point()
             if n > 1:
                 prog.acquire(0, EX)

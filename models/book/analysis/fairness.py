@@ -19,9 +19,11 @@ Where each cost comes from, derived here once:
 - spins per round: 7.5 ns per spin, first sized to White's 658 spins per
   collision (see :data:`_INSERT`).
 
-Four costs come from no measurement; they are assumptions (:data:`ASSUMED`):
-the 0.5 us between two looks at the latch while spinning, the 5 us first
-back-off, at most three back-offs, and 5 us of CPU per log record.  The look
+Four costs and one shape come from no measurement; they are assumptions
+(:data:`ASSUMED`): the 0.5 us between two looks at the latch while spinning,
+the 5 us first back-off, at most three back-offs, 5 us of CPU per log record,
+and CPU between log records drawn from an exponential distribution (the
+scenario's default; :func:`gap_table` refits with fixed and Erlang-4 gaps).  The look
 interval barely matters once it is short next to the hold; the number of
 back-offs allowed decides whether a failed spin cycle shows as a back-off or
 as a LATCH_EX wait (tests/test_fairness.py); the 5 us per record is absorbed
@@ -59,6 +61,9 @@ PUBLISHED = {
     "unfair": {"elapsed_s": 4.5, "latch_waits": 56, "latch_wait_ms": 3.0, "signal_wait_ms": 1.0,
                "max_wait_ms": 1.0, "collisions": 337_110, "spins": 221_891_800, "backoffs": 41},
 }
+# The resource part of each run's LATCH_EX wait: wait time less signal wait (the signal wait carries the fit).
+for _run in PUBLISHED.values():
+    _run["resource_wait_ms"] = _run["latch_wait_ms"] - _run["signal_wait_ms"]
 # The exchange (Gather Streams) waits of the same runs, which the model cannot produce (it has no exchange).
 PUBLISHED_EXCHANGE = {
     "fair": {"CXPACKET": {"waits": 69_597, "wait_ms": 4_926.0, "max_ms": 96.0, "signal_ms": 579.0},
@@ -73,7 +78,8 @@ PUBLISHED_EXCHANGE = {
 #  - ASSUMED (no measurement): 5 us of CPU to prepare each log record outside the latch (the CPU-per-row
 #    fit absorbs it); a spinner looks at the latch every 0.5 us (SPIN_CHECK_US: White's spinner runs
 #    "a progressively larger loop" of pause instructions and re-checks between loops; how often is not
-#    published); a failed spin cycle backs off 5 us, doubling, at most three times, then suspends.
+#    published); a failed spin cycle backs off 5 us, doubling, at most three times, then suspends; the CPU
+#    between log records is exponential with its mean (no source gives its spread; see gap_table).
 #  - FITTED: a spin counts 7.5 ns (about 22 cycles at 3 GHz: White puts a pause instruction at "tens of
 #    cycles"), a number sized, under the earlier one-look-per-cycle spinner, to give about White's 658
 #    spins per collision; so the spins row is marked fitted, not predicted.
@@ -83,11 +89,11 @@ _INSERT: dict[str, Any] = dict(
     maxdop=11, schedulers=12, rows=WHITE_ROWS // SCALE, rows_per_page=270, logging="full",
     cpu_per_log_record_us=5.0, wakeup_us=WAKEUP_US, context_switch_us=CONTEXT_SWITCH_US,
     spin_us=SPIN_CHECK_US, spins_per_round=round(SPIN_CHECK_US * 1000.0 / NS_PER_SPIN), max_backoffs=3,
-    backoff_us=5.0,
+    backoff_us=5.0, cpu_dist="exponential",
 )
 
 # The parameters that come from no measurement (see above).
-ASSUMED = ("spin_us", "backoff_us", "max_backoffs", "cpu_per_log_record_us")
+ASSUMED = ("spin_us", "backoff_us", "max_backoffs", "cpu_per_log_record_us", "cpu_dist")
 
 # Log records (latch acquires) of White's whole insert, as the model writes them: 341,759.
 RECORDS = log_records(_INSERT) * SCALE
@@ -111,6 +117,8 @@ SETUP: dict[str, Any] = dict(_INSERT, hold_us=HOLD_US, cpu_per_row_us=CPU_PER_RO
 
 # The basis words of book/how-to-read.md#fitted-or-predicted.
 FITTED, FOLLOWS, CONSISTENT, PREDICTED = "fitted", "follows from the fit", "consistent", "predicted"
+# A total whose parts have different bases (the fair wait time: a predicted resource part plus the fitted signal wait).
+PREDICTED_PLUS_FITTED = f"{PREDICTED} + {FITTED}"
 
 
 def cpu_per_row_estimate(hold_us: float = HOLD_US) -> float:
@@ -201,9 +209,13 @@ ROWS = (
     ("elapsed_s", "fair", "elapsed time (s)", FITTED, "hold_us derived from it, given the assumed R"),
     ("elapsed_s", "unfair", "elapsed time (s)", FITTED, "cpu_per_row_us derived from it"),
     ("speedup", "fair ÷ unfair", "elapsed-time ratio", FOLLOWS, "ratio of the two fitted rows above"),
-    ("latch_waits", "fair", "LATCH_EX waits", PREDICTED, "given the assumed R"),
+    ("latch_waits", "fair", "LATCH_EX waits", PREDICTED,
+     "given the assumed R and exponential gaps; a weak test: the hand-off is 2,644 ms ÷ this count"),
     ("latch_waits", "unfair", "LATCH_EX waits", CONSISTENT, f"a miss (0 against 56); {_UNFAIR_KNOBS}"),
-    ("latch_wait_ms", "fair", "LATCH_EX wait time (ms)", PREDICTED, "given the assumed R"),
+    ("latch_wait_ms", "fair", "LATCH_EX wait time (ms)", PREDICTED_PLUS_FITTED,
+     "the fitted signal wait plus the predicted resource part (next row)"),
+    ("resource_wait_ms", "fair", "wait time less signal wait (ms)", PREDICTED,
+     "given the assumed R and exponential gaps"),
     ("latch_wait_ms", "unfair", "LATCH_EX wait time (ms)", CONSISTENT, "a miss; follows the unfair waits"),
     ("signal_wait_ms", "fair", "LATCH_EX signal wait (ms)", FITTED,
      "hand-off = 2,644 ms / 271,458 waits; the total also carries the predicted wait count"),
@@ -211,7 +223,8 @@ ROWS = (
     ("max_wait_ms", "fair", "max latch wait (ms)", PREDICTED,
      "a miss; FIFO turns only: nothing else on the schedulers"),
     ("max_wait_ms", "unfair", "max latch wait (ms)", CONSISTENT, "a miss; follows the unfair waits"),
-    ("collisions", "unfair", "LATCH_SPIN_STATS collisions", CONSISTENT, _UNFAIR_KNOBS),
+    ("collisions", "unfair", "LATCH_SPIN_STATS collisions", CONSISTENT,
+     f"{_UNFAIR_KNOBS}; with fixed gaps almost none"),
     ("spins", "unfair", "LATCH_SPIN_STATS spins", FITTED,
      "7.5 ns per spin, first sized to 658 spins per collision; the total also carries the collisions"),
     ("backoffs", "unfair", "LATCH_SPIN_STATS backoffs", FITTED, "spin cycle (spin_rounds) sized to give 41"),
@@ -224,7 +237,9 @@ def comparison(fair: "models.Result", unfair: "models.Result") -> pd.DataFrame:
     ``model / published`` says how far off a row is (1 = agreement).  A fitted row's agreement proves
     nothing: a parameter was chosen from that number.
     """
-    model = {"fair": model_figures(fair), "unfair": model_figures(unfair)}
+    model = {run: model_figures(res) for run, res in (("fair", fair), ("unfair", unfair))}
+    for figures in model.values():  # the resource part of the wait: wait time less the (fitted) signal wait
+        figures["resource_wait_ms"] = figures["latch_wait_ms"] - figures["signal_wait_ms"]
     rows = []
     for key, run, figure, basis, how in ROWS:
         if key == "speedup":
@@ -420,10 +435,12 @@ def lower_handoff_us(records: float = RECORDS) -> float:
     return (PUBLISHED["fair"]["elapsed_s"] - PUBLISHED["unfair"]["elapsed_s"]) * 1e6 / records
 
 
-def band_setup(handoff_us: float, record_factor: float = 1.0) -> dict[str, Any]:
+def band_setup(handoff_us: float, record_factor: float = 1.0, cpu_dist: str = "exponential") -> dict[str, Any]:
     """The insert with ``handoff_us`` (the 2.0 us switch kept, the rest wake-up) and hold + hand-off pinned to
-    the fair run's 5.5 s; ``record_factor`` scales the log-record count (through the rows per page)."""
-    setup = dict(_INSERT, wakeup_us=round(handoff_us - CONTEXT_SWITCH_US, 3), max_events=_BAND_MAX_EVENTS)
+    the fair run's 5.5 s; ``record_factor`` scales the log-record count (through the rows per page);
+    ``cpu_dist`` is the distribution of the CPU between log records (the scenario's default is exponential)."""
+    setup = dict(_INSERT, wakeup_us=round(handoff_us - CONTEXT_SWITCH_US, 3), max_events=_BAND_MAX_EVENTS,
+                 cpu_dist=cpu_dist)
     if record_factor != 1.0:
         setup["rows_per_page"] = round(_INSERT["rows_per_page"] / record_factor)
     records = log_records(setup)
@@ -472,14 +489,14 @@ def refit(setup: dict[str, Any], steps: int = 12) -> dict[str, Any]:
     return dict(setup, cpu_per_row_us=cpu, spin_rounds=spin_fit(cpu))
 
 
-def band_row(handoff_us: float, record_factor: float = 1.0, seeds: Iterable[int] = BAND_SEEDS
-             ) -> list[dict[str, float]]:
+def band_row(handoff_us: float, record_factor: float = 1.0, seeds: Iterable[int] = BAND_SEEDS,
+             cpu_dist: str = "exponential") -> list[dict[str, Any]]:
     """Every published figure, fair and unfair, and exercise 3's no-stall speed-up, at one end of the band.
 
     One row per seed; the setup is refitted once (seed 1) and then run with every seed.  Exercise 3 takes
     White's unfair CXPACKET time per row out of the refitted CPU per row, as :func:`without_exchange_stall`.
     """
-    setup = refit(band_setup(handoff_us, record_factor))
+    setup = refit(band_setup(handoff_us, record_factor, cpu_dist))
     records = log_records(setup)
     stall_row = PUBLISHED_EXCHANGE["unfair"]["CXPACKET"]["wait_ms"] * 1000.0 / setup["rows"]
     out = []
@@ -488,7 +505,7 @@ def band_row(handoff_us: float, record_factor: float = 1.0, seeds: Iterable[int]
         free = {p: models.run("parallel-insert", **dict(setup, policy=p, seed=seed,
                                                          cpu_per_row_us=max(setup["cpu_per_row_us"] - stall_row, 0.0)))
                 for p in ("fair", "unfair")}
-        row: dict[str, float] = {"handoff_us": handoff_us, "record_factor": record_factor, "records": records,
+        row: dict[str, Any] = {"handoff_us": handoff_us, "record_factor": record_factor, "records": records,
                                  "hold_us": setup["hold_us"], "cpu_per_row_us": setup["cpu_per_row_us"],
                                  "spin_rounds": setup["spin_rounds"], "seed": seed}
         for p, res in runs.items():
@@ -511,30 +528,36 @@ def band_table(seeds: Iterable[int] = BAND_SEEDS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# The band table's rows: (column of the band, figure, White's number or None, basis at 9.7 us).
+# The band table's rows: (column of the band, figure, White's number or None, basis at 9.7 us).  A row with no
+# measurement to compare with is "model only" (book/how-to-read.md): it could not miss.
+RESOURCE_WAIT_MS_WHITE = PUBLISHED["fair"]["latch_wait_ms"] - PUBLISHED["fair"]["signal_wait_ms"]
 BAND_ROWS = (
     ("hold_us", "hold (µs)", None, "follows from the fit"),
     ("cpu_per_row_us", "CPU per row (µs)", None, "fitted"),
     ("spin_cycle_us", "spin cycle (µs)", None, "fitted"),
-    ("backoffs_unfair", "back-offs, unfair", 41, "fitted"),
+    ("backoffs_unfair", "back-offs, unfair", 41, "fitted (no more than 41 at seed 1)"),
     ("elapsed_s_fair", "elapsed, fair (s)", 5.5, "fitted"),
     ("elapsed_s_unfair", "elapsed, unfair (s)", 4.5, "fitted"),
     ("speedup", "fair ÷ unfair", 5.5 / 4.5, "follows from the fit"),
-    ("latch_waits_fair", "LATCH_EX waits, fair", 271_458, "predicted, given R"),
-    ("latch_wait_ms_fair", "LATCH_EX wait time, fair (ms)", 21_949, "predicted, given R"),
+    ("latch_waits_fair", "LATCH_EX waits, fair", 271_458, "predicted, given R (weak: h = 2,644 ms ÷ this count)"),
+    ("latch_wait_ms_fair", "LATCH_EX wait time, fair (ms)", 21_949, f"{PREDICTED_PLUS_FITTED} (holds the signal wait)"),
+    ("signal_wait_ms_fair", "LATCH_EX signal wait, fair (ms)", 2_644, "fitted (predicted at the other ends)"),
+    ("resource_wait_ms_fair", "wait time less signal wait, fair (ms)", RESOURCE_WAIT_MS_WHITE, "predicted, given R"),
     ("max_wait_ms_fair", "max wait, fair (ms)", 22.0, "predicted (miss)"),
     ("latch_waits_unfair", "LATCH_EX waits, unfair", 56, "consistent (miss)"),
     ("collisions_unfair", "collisions, unfair", 337_110, "consistent"),
-    ("spin_cpu_s_unfair", "CPU spent spinning, unfair (s)", None, "predicted"),
+    ("spin_cpu_s_unfair", "CPU spent spinning, unfair (s)", None, "model only"),
     ("hold_floor_s", "R × hold (s)", None, "follows from the fit"),
-    ("ex3_speedup", "exercise 3: fair ÷ unfair without the exchange stall", None, "predicted"),
+    ("ex3_speedup", "exercise 3: fair ÷ unfair without the exchange stall", None, "model only"),
 )
 
 
 def band_summary(band: pd.DataFrame) -> pd.DataFrame:
     """The stored band (:func:`band_table`) as the mean over its seeds, one row per hand-off and record factor,
-    with each figure's seed spread (largest minus smallest, ``<figure>_spread``) and the spin cycle in us."""
-    band = band.assign(spin_cycle_us=band["spin_rounds"] * SPIN_CHECK_US)
+    with each figure's seed spread (largest minus smallest, ``<figure>_spread``), the spin cycle in us and the
+    resource part of the fair wait (wait time less signal wait)."""
+    band = band.assign(spin_cycle_us=band["spin_rounds"] * SPIN_CHECK_US,
+                       resource_wait_ms_fair=band["latch_wait_ms_fair"] - band["signal_wait_ms_fair"])
     keys = ["handoff_us", "record_factor"]
     figures = [row[0] for row in BAND_ROWS]
     grouped = band.groupby(keys)[figures]
@@ -542,28 +565,65 @@ def band_summary(band: pd.DataFrame) -> pd.DataFrame:
     return grouped.mean().join(spread).reset_index()
 
 
-def band_display(summary: pd.DataFrame, columns: dict[str, tuple[float, float]], basis: bool = True) -> pd.DataFrame:
-    """A band table as the reader sees it: one row per figure of :data:`BAND_ROWS`, one column per
-    ``columns`` entry (heading -> (hand-off, record factor)), White's figure and (``basis``) the row's basis at
-    9.7 us; a model figure with a published one carries its ratio (× White's)."""
+def band_display(summary: pd.DataFrame, columns: dict[str, tuple[Any, ...]], basis: bool = True,
+                 keys: tuple[str, ...] = ("handoff_us", "record_factor"), rows: Iterable[str] | None = None
+                 ) -> pd.DataFrame:
+    """A band table as the reader sees it: one row per figure of :data:`BAND_ROWS` (only those named in ``rows``,
+    if given), one column per ``columns`` entry (heading -> the values of ``keys``: hand-off and record factor for
+    the band, gap distribution and hand-off for :func:`gap_summary`), White's figure and (``basis``) the row's
+    basis at 9.7 us; a model figure with a published one carries its ratio (× White's)."""
     def number(value: float) -> str:
         if abs(value) >= 1e6:
             return f"{value / 1e6:,.1f} million"
         if abs(value) >= 100:
             return f"{value:,.0f}"
+        if 0 < abs(value) < 0.001:  # a few microseconds of spinning in a whole run: no third digit, no e-notation
+            return "under 0.001"
         return f"{value:.3g}" if value else "0"
 
-    table = summary.set_index(["handoff_us", "record_factor"])
-    rows = []
+    table = summary.set_index(list(keys))
+    wanted = None if rows is None else set(rows)
+    out = []
     for key, figure, white, word in BAND_ROWS:
+        if wanted is not None and key not in wanted:
+            continue
         row = {"figure": figure, "White": "" if white is None else number(white)}
         for heading, point in columns.items():
             value = float(table.loc[point, key])
             r = value / white if white else None
             ratio = ("" if r is None or key in ("elapsed_s_fair", "elapsed_s_unfair", "speedup")
-                     else f" ({r:,.0f}×)" if r >= 10 else f" ({r:.2g}×)")
+                     else f" ({r:,.0f}×)" if r >= 10 else " (under 0.001×)" if 0 < r < 0.001 else f" ({r:.2g}×)")
             row[heading] = number(value) + ratio
         if basis:
             row["basis at 9.7 µs"] = word
-        rows.append(row)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+# The gap check: the scenario draws the CPU between log records from an exponential distribution unless told
+# otherwise, an assumption no source supports (White's records are ~196 identical rows apart, which is closer
+# to fixed).  The check refits the setup with fixed, Erlang-4 and exponential gaps at the two ends of the band
+# where every fit holds (9.7 and 4 us) and runs every figure with the band's seeds (``fairness_gaps.csv``).
+GAP_DISTS = ("fixed", "erlang4", "exponential")
+GAP_HANDOFFS_US = (4.0, HANDOFF_US)
+
+
+def gap_table(seeds: Iterable[int] = BAND_SEEDS) -> pd.DataFrame:
+    """Every seed's row (:func:`band_row`) for each gap distribution of :data:`GAP_DISTS` at each hand-off of
+    :data:`GAP_HANDOFFS_US`, refitted at each."""
+    seeds = list(seeds)
+    rows = [dict(r, cpu_dist=d) for h in GAP_HANDOFFS_US for d in GAP_DISTS for r in band_row(h, 1.0, seeds, d)]
     return pd.DataFrame(rows)
+
+
+def gap_summary(gaps: pd.DataFrame) -> pd.DataFrame:
+    """The stored gap check as the mean over its seeds, one row per gap distribution and hand-off, with the
+    seed spread (largest minus smallest, ``<figure>_spread``), the spin cycle in us and the resource part of
+    the fair wait (wait time less signal wait)."""
+    gaps = gaps.assign(spin_cycle_us=gaps["spin_rounds"] * SPIN_CHECK_US,
+                       resource_wait_ms_fair=gaps["latch_wait_ms_fair"] - gaps["signal_wait_ms_fair"])
+    keys = ["cpu_dist", "handoff_us"]
+    figures = [row[0] for row in BAND_ROWS]
+    grouped = gaps.groupby(keys)[figures]
+    spread = (grouped.max() - grouped.min()).add_suffix("_spread")
+    return grouped.mean().join(spread).reset_index()

@@ -7,7 +7,9 @@ assumed log-record count moved by 15% either way) the CPU per row and the spin
 cycle are refitted, then every published figure and exercise 3's no-stall
 speed-up are run with five seeds (``fairness_band.csv``).  The starvation
 section's worst-off shares, 24 seeds per point, are in
-``fairness_starvation.csv``.  Run it with ``python -m models sweep fairness_band``.
+``fairness_starvation.csv``.  The gap check (fixed, Erlang-4 and exponential CPU
+between log records, refitted at 4 and 9.7 us, five seeds) is in
+``fairness_gaps.csv``.  Run it with ``python -m models sweep fairness_band``.
 """
 
 from __future__ import annotations
@@ -19,19 +21,24 @@ from models.book.sweep import DATA_DIR, Study, write_table
 
 BAND_FILE = "fairness_band.csv"
 STARVATION_FILE = "fairness_starvation.csv"
+GAPS_FILE = "fairness_gaps.csv"
 
 
 def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
-    """Run the band and the starvation seeds and write both tables, each whole or not at all.
+    """Run the band, the starvation seeds and the gap check and write the three tables, each whole or not at all.
 
-    ``quick`` runs one seed at the 9.7 us end and four starvation seeds (for tests)."""
+    ``quick`` runs one seed at the 9.7 us end, four starvation seeds and fixed gaps at 9.7 us (for tests)."""
     if quick:
         band = fairness.pd.DataFrame(fairness.band_row(fairness.HANDOFF_US, seeds=(1,)))
         starve = fairness.starvation_runs(maxdops=(11,), seeds=(1, 2, 3, 4))
+        gaps = fairness.pd.DataFrame([dict(r, cpu_dist="fixed") for r in
+                                      fairness.band_row(fairness.HANDOFF_US, seeds=(1,), cpu_dist="fixed")])
     else:
         band = fairness.band_table()
         starve = fairness.starvation_runs()
-    return [write_table(band, out_dir / BAND_FILE), write_table(starve, out_dir / STARVATION_FILE)]
+        gaps = fairness.gap_table()
+    return [write_table(band, out_dir / BAND_FILE), write_table(starve, out_dir / STARVATION_FILE),
+            write_table(gaps, out_dir / GAPS_FILE)]
 
 
 STUDY = Study(name="fairness_band", write=write, doc=__doc__)
