@@ -80,9 +80,12 @@ def build(values: dict[str, Any]) -> Workload:
         share = records // n + (1 if w < records % n else 0)
         starts.append(prog.start())
         if share > 0:
-            body = prog.cpu(between / ERLANG_STAGES, EXPONENTIAL) if dist is None else prog.cpu(between, dist)
-            for _ in range(ERLANG_STAGES - 1 if dist is None else 0):
-                prog.cpu(between / ERLANG_STAGES, EXPONENTIAL)
+            if dist is None:  # Erlang-4: four exponential stages of a quarter of the mean each, back to back
+                body = prog.cpu(between / ERLANG_STAGES, EXPONENTIAL)
+                for _ in range(ERLANG_STAGES - 1):
+                    prog.cpu(between / ERLANG_STAGES, EXPONENTIAL)
+            else:
+                body = prog.cpu(between, dist)
             prog.yield_point()
             if n > 1:
                 prog.acquire(0, EX)
