@@ -323,18 +323,23 @@ WWI_THINK_US = 109.0
 POCHE_CPU_RATIO_10 = 3.0  # "about 3x": CPU per insert at 10 threads against the serial run (seed 002)
 
 
-def _comparison_rows(setup: dict[str, Any], wwi: dict[str, Any], think_004: float) -> list[tuple[str, float]]:
-    """Each compared quantity's model value under one setup (the chapter's, or a refit at a band end)."""
+def _poche_rows(setup: dict[str, Any]) -> list[float]:
+    """The model's values for seed 002's narrow, wide and throttled rows (the comparison's first eight)."""
     n, wd = summary(run(setup)), summary(run(wide(setup)))
     tn, tw = summary(run(throttled(setup))), summary(run(throttled(wide(setup))))
+    return [n["wall_s"], n["duration_s"], n["pagelatch_s"], wd["duration_s"], wd["pagelatch_s"],
+            tn["pagelatch_s"], tw["duration_s"], tw["pagelatch_s"]]
+
+
+def _comparison_rows(setup: dict[str, Any], wwi: dict[str, Any], think_004: float) -> list[float]:
+    """Each compared quantity's model value under one setup (the chapter's, or a refit at a band end)."""
     serial = summary(run(wwi, sessions=1, inserts_per_session=500))
     batched = summary(run(wwi, sessions=1, inserts_per_session=500, batch_rows=500))
     ten_run = run(wwi, think_us=WWI_THINK_US)
     serial_cpu = cpu_per_insert_us(run(wwi, sessions=1, inserts_per_session=500))
     b = {key: run(dict(SETUP_004, **{k: setup[k] for k in _REFIT if k in setup}), key=key, think_us=think_004)
          for key in ("identity", "guid", "reverse-bits")}
-    return [n["wall_s"], n["duration_s"], n["pagelatch_s"], wd["duration_s"], wd["pagelatch_s"],
-            tn["pagelatch_s"], tw["duration_s"], tw["pagelatch_s"], serial["us_per_row"], batched["us_per_row"],
+    return [*_poche_rows(setup), serial["us_per_row"], batched["us_per_row"],
             summary(ten_run)["us_per_row"], cpu_per_insert_us(ten_run) / serial_cpu, b["identity"].throughput_per_s, b["guid"].throughput_per_s,
             b["reverse-bits"].throughput_per_s]
 
@@ -342,13 +347,29 @@ def _comparison_rows(setup: dict[str, Any], wwi: dict[str, Any], think_004: floa
 _REFIT = ("wakeup_us", "contender_cost_us", "new_page_us")
 
 
-def comparison_table() -> pd.DataFrame:
+def stored_study() -> pd.DataFrame:
+    """The stored band study (``python -m models sweep hot_page_band``), as :func:`band_study` wrote it."""
+    from models.book.sweep import DATA_DIR
+    return pd.read_csv(DATA_DIR / "hot_page_band.csv")
+
+
+def cpu_ratio_10(study: pd.DataFrame) -> float:
+    """Ten threads' CPU per insert at the fitted client pace over one session's: mean of the stored seeds."""
+    wwi = study[study["part"] == "wwi"].groupby("sessions")["cpu_us_per_insert"].mean()
+    return float(wwi.loc[10] / wwi.loc[1])
+
+
+def comparison_table(study: pd.DataFrame | None = None) -> pd.DataFrame:
     """Model against measurement for both seeds, each row saying whether the model was fitted to it.
 
     ``low`` and ``high`` run the same comparison with the page latch's wake-up at each end of
     :data:`WAKEUP_BAND_US`, the fitted parameters refitted there (:data:`BAND_FITS`): what the row's
     agreement owes to the borrowed hand-off.  Seed 004's rows and the 10-thread rows have none (NaN): their
-    time between calls is fitted at the book's wake-up only.
+    time between calls is fitted at the book's wake-up only.  ``hold`` runs seed 002's narrow, wide and
+    throttled rows with the leaf's hold at the far end of :data:`SPLIT_BAND_US`, refitted there
+    (:func:`with_hold`); the WideWorldImporters and seed 004 rows have none (their hold is the batched call's).
+    Every model column is seed 1, except the 10-thread CPU ratio: the mean of the stored study's seeds
+    (``study``, read from ``hot_page_band.csv`` when not given), the one value the chapter quotes.
     """
     rows = [
         ("002", "narrow rows: wall clock (s)", POCHE["wall_s"], "fitted (the queue's cost on the hold)"),
@@ -359,7 +380,8 @@ def comparison_table() -> pd.DataFrame:
         ("002", "wide rows: summed duration (s)", POCHE["wide_s"], "fitted (new page hold)"),
         ("002", "wide rows: PAGELATCH waits (s)", POCHE["wide_pagelatch_s"], "follows from the fit (the duration less the work)"),
         ("002", "throttled narrow: waits (s)", POCHE["throttled_narrow_waits_s"],
-         "predicted (a miss; it is what pins the leaf's hold, see the text)"),
+         f"predicted at the {CPU_UNDER_US} us hold (a miss); at {SPLIT_BAND_US[1]:g} us fitted (that hold "
+         "was chosen from this row)"),
         ("002", "throttled wide: summed duration (s)", POCHE["throttled_wide_s"],
          "its duration less its waits sets the wide row's extra work; its waits are predicted"),
         ("002", "throttled wide: waits (s)", POCHE["throttled_wide_waits_s"],
@@ -381,11 +403,16 @@ def comparison_table() -> pd.DataFrame:
     table.insert(3, "model", model)
     table.insert(4, "low", [min(values) for values in zip(*ends, model)])
     table.insert(5, "high", [max(values) for values in zip(*ends, model)])
+    far = _poche_rows(with_hold(SPLIT_BAND_US[1]))
+    table.insert(6, "hold", far + [float("nan")] * (len(rows) - len(far)))
     # Seed 004's time between calls is fitted at the book's wake-up only (refitting it at each end is a bisection
     # of its own), so its rows carry no band rather than one that mixes a refit with a fit left behind.
     table.loc[table["seed"] == "004", ["low", "high"]] = float("nan")
     # The same for the 10-thread rows: their client pace is fitted at the book's wake-up only.
     table.loc[table["quantity"].str.startswith("10 threads"), ["low", "high"]] = float("nan")
+    cpu_row = table["quantity"] == "10 threads: CPU per insert / serial"
+    table.loc[cpu_row, "model"] = cpu_ratio_10(stored_study() if study is None else study)
+    table.loc[cpu_row, "quantity"] = "10 threads: CPU per insert / serial (mean of seeds 1-5)"
     table["model / measured"] = table["model"] / table["measured"]
     return table
 
@@ -448,14 +475,19 @@ def batching_band(batch_rows: Iterable[int] = (1, 10, 50), seed: int = 1) -> pd.
 
 
 def comparison_shown(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`comparison_table` as the page shows it: five columns, the band beside the model, four digits."""
+    """:func:`comparison_table` as the page shows it: six columns, the bands beside the model; the measured
+    figures as published, the model's to two significant figures (whole numbers from 100 up)."""
     def number(x: float) -> str:
         return f"{x:,.4g}"
+
+    def model(x: float) -> str:
+        return f"{x:,.0f}" if abs(x) >= 100 else f"{float(f'{x:.2g}'):,g}"
     return pd.DataFrame({
         "seed: quantity": table["seed"] + ": " + table["quantity"],
         "measured": table["measured"].map(number),
-        "model (wake-up 1 to 30 µs)": [f"{number(m)} ({number(lo)} to {number(hi)})" if lo == lo else number(m)
+        "model (wake-up 1 to 30 µs)": [f"{model(m)} ({model(lo)} to {model(hi)})" if lo == lo else model(m)
                                        for m, lo, hi in zip(table["model"], table["low"], table["high"])],
+        f"hold {SPLIT_BAND_US[1]:g} µs": [model(h) if h == h else "" for h in table["hold"]],
         "model / measured": table["model / measured"].map(lambda x: f"{x:.2f}"),
         "model was": table["model was"],
     })
