@@ -353,15 +353,33 @@ def test_the_round_trips_and_the_study_score_the_grant_against_the_value_it_acts
 
 
 def test_the_stored_cpu_under_test_refuses_large_values_and_is_what_its_code_computes_now():
-    """book/data/cpu_under_test.csv: the example refused at 16, 40 and 80 us of work under the latch, standing at the
-    assumed 4.16 us with the what-if table's gains; 40 us run again gives the same refusal and counts."""
-    stored = pd.read_csv(ys.CPU_UNDER_TEST, keep_default_na=False).set_index("cpu_under_us")
+    """book/data/cpu_under_test.csv: the example (written at 4.16 us) refused at 16, 40 and 80 us of work under the
+    latch, standing at the assumed 4.16 us with the what-if table's gains; 40 us run again gives the same refusal
+    and counts.  Written at 40 us (chapter 5's other end), it is refused at 4.16 and stands only at 40."""
+    every = pd.read_csv(ys.CPU_UNDER_TEST, keep_default_na=False)
+    assert set(every["written_us"]) == set(ys.CPU_UNDER_WRITTEN)
+    stored = every[every["written_us"] == hot_page.SETUP_002["cpu_under_us"]].set_index("cpu_under_us")
     assert set(stored.index) == set(ys.CPU_UNDER_VALUES)
     assert (stored.loc[[16.0, 40.0, 80.0], "verdict"] == "refused").all()
     assert stored.loc[hot_page.SETUP_002["cpu_under_us"], "verdict"] == "fitted"
     assert "index_allocation" in stored.loc[40.0, "counts_off"]
     again = ys.cpu_under_test(ys.load(ys.EXAMPLE), values=(40.0,))
     assert again["verdict"].iloc[0] == "refused" and again["counts_off"].iloc[0] == stored.loc[40.0, "counts_off"]
+    other = every[every["written_us"] == 40.0].set_index("cpu_under_us")
+    assert other.loc[hot_page.SETUP_002["cpu_under_us"], "verdict"] == "refused"
+    assert list(other.index[other["verdict"] != "refused"]) == [40.0]
+    back = ys.cpu_under_test(ys.example_written_at(40.0), values=(hot_page.SETUP_002["cpu_under_us"],))
+    assert back["counts_off"].iloc[0] == other.loc[hot_page.SETUP_002["cpu_under_us"], "counts_off"]
+
+
+def test_the_fit_states_the_cpu_distribution_bias_the_misspecified_trips_measured():
+    """fit.DISTRIBUTION_BIAS's 1.6% is the misspecified trips' median error of the hold, both directions, to 0.1%."""
+    from models.book.sweeps import coverage_misspecified as mis
+
+    _, what, share = fitting.DISTRIBUTION_BIAS[("version-store", "hold_us")]
+    stored = pd.read_csv(ys.DATA_DIR / mis.FILE)
+    errors = stored.loc[stored["parameter"] == "hold_us", "median_error_rel"].abs()
+    assert (errors.round(3) == share).all() and what == "CPU-distribution"
 
 
 def test_counts_off_reads_a_misfit_message():

@@ -110,11 +110,20 @@ def diagnoses() -> dict[str, tuple[str, str]]:
     return table
 
 
+# A known bias a fit's range leaves out, by (scenario, fitted parameter): the assumption behind it and its size.
+# Chapter 9's misspecification trips (book/data/coverage_misspecified.csv, median_error_rel) fit the version
+# store's snapshots written with the CPU outside the latch fixed while assuming it exponential, and the reverse:
+# the hold comes out about 1.6% off either way, and its ranges (well under 1% wide) miss the truth almost every
+# time.  The fit says so beside the range rather than widen it (tests/test_ranges.py checks the share).
+DISTRIBUTION_BIAS: dict[tuple[str, str], tuple[str, str, float]] = {
+    ("version-store", "hold_us"): ("cpu_dist", "CPU-distribution", 0.016)}
+
 # What the diagnosis names without fitting a model: page latch waits that are not a user table's hot page, and
 # captures that cannot say where their waits are.
 RECOGNISED = {
     ev.TEMPDB_ALLOCATION: "PAGELATCH waiters on tempdb's PFS, GAM or SGAM pages (2:f:1, 2:f:2, 2:f:3 and their "
-                          "repeats), or PAGELATCH_UP on top",
+                          "repeats)",
+    ev.UNPLACED_ALLOCATION: "PAGELATCH_UP on top and no page rows to say whose allocation pages they are",
     ev.TEMPDB_METADATA: "PAGELATCH waiters on other tempdb pages (its system tables, e.g. 2:1:118)",
     ev.ALLOCATION_PAGES: "PAGELATCH waiters on a user database's PFS, GAM or SGAM pages",
     ev.WRONG_DATABASE: "PAGELATCH on top, but no index of the captured database holds the waits (a capture "
@@ -592,6 +601,10 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
         low, high = max(min(low, est - digit), p.low), min(max(high, est + digit), p.high)
         if p.kind == "int":
             est, low, high = round(est), math.floor(low), math.ceil(high)
+        if (name, pname) in DISTRIBUTION_BIAS:
+            assumption, what, share = DISTRIBUTION_BIAS[(name, pname)]
+            how += (f"; the range does not include the {what} assumption ({assumption}={setup[assumption]}), which "
+                    f"moves the {pname} by about {share:.1%} (chapter 9's misspecification trips)")
         params[pname] = Estimate(est, low, high, unit, "fitted", how, clipped.get(pname, ""))
     _refuse_corrections_out_of_range(spec, point, clipped)
     for pname, (what, measure) in point.assumed.items():
