@@ -372,16 +372,6 @@ def test_the_stored_cpu_under_test_refuses_large_values_and_is_what_its_code_com
     assert back["counts_off"].iloc[0] == other.loc[hot_page.SETUP_002["cpu_under_us"], "counts_off"]
 
 
-def test_the_fit_states_the_cpu_distribution_bias_the_misspecified_trips_measured():
-    """fit.DISTRIBUTION_BIAS's 1.6% is the misspecified trips' median error of the hold, both directions, to 0.1%."""
-    from models.book.sweeps import coverage_misspecified as mis
-
-    _, what, share = fitting.DISTRIBUTION_BIAS[("version-store", "hold_us")]
-    stored = pd.read_csv(ys.DATA_DIR / mis.FILE)
-    errors = stored.loc[stored["parameter"] == "hold_us", "median_error_rel"].abs()
-    assert (errors.round(3) == share).all() and what == "CPU-distribution"
-
-
 def test_counts_off_reads_a_misfit_message():
     message = ("the fitted model does not reproduce the capture's counts it was not fitted to: wait PAGELATCH_SH "
                "signal_time_ms: 57.18 per second in the capture, 99.73 in the fitted model's snapshots (43% off; "
@@ -392,15 +382,19 @@ def test_counts_off_reads_a_misfit_message():
 
 def test_the_misspecified_trips_show_a_bias_the_ranges_miss_and_are_what_their_code_computes_now():
     """book/data/coverage_misspecified*.csv: the version store written with one CPU distribution and fitted assuming
-    the other; no refusal, the hold's ranges miss almost every time, low under the exponential assumption and high
-    under the fixed one (chapter 9 says so); its first two trips run again give the same ranges."""
+    the other; no refusal, the hold's estimate low under the exponential assumption and high under the fixed one,
+    by more than its own fit's range, so the fit gives the hold the union of the fits under both (chapter 9 says
+    so): that range holds the truth in most trips (short of 95% where the added fixed-CPU fit's range is itself a
+    hundredth of a percent wide); its first two trips run again give the same ranges."""
     from models.book.sweeps import coverage_misspecified as mis
 
     stored = pd.read_csv(ys.COVERAGE_MISSPECIFIED)
     assert (stored["trips"] >= 100).all() and (stored["refused"] == 0).all()
     hold = stored[stored["parameter"] == "hold_us"].set_index("assumed")
-    assert (hold["coverage"] < 0.1).all()
+    assert hold.loc["fixed", "coverage"] >= 0.9 and hold.loc["exponential", "coverage"] > 0.5  # was 0% and 2%
     assert hold.loc["exponential", "median_error_rel"] < 0 < hold.loc["fixed", "median_error_rel"]
+    assert (hold["median_error_rel"].abs().round(3) == 0.016).all()  # fit.DISTRIBUTION_BIAS's comment says 1.6%
+    assert ("cpu_dist", "hold_us") in models.get_scenario("version-store").range_over
     every = pd.read_csv(ys.COVERAGE_MISSPECIFIED.with_name(mis.TRIPS_FILE))
     written, assumed = mis.DIRECTIONS[0]
     again, _ = mis.direction_trips(written, assumed, trips=2)

@@ -32,6 +32,7 @@ from models.scenarios import cci_insert
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
 COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writes it (models/book/sweeps/coverage.py)
 COVERAGE_MISSPECIFIED = DATA_DIR / "coverage_misspecified.csv"  # ``python -m models sweep coverage_misspecified``
+MISSPECIFIED_TRIPS = "coverage_misspecified_trips.csv"  # every trip of that study, beside it
 CPU_UNDER_TEST = DATA_DIR / "cpu_under_test.csv"  # ``python -m models sweep cpu_under_test``
 
 
@@ -417,7 +418,16 @@ def misspecified_summary(path: Path = COVERAGE_MISSPECIFIED) -> dict[str, Any]:
     return {"trips": int(stored["trips"].min()), "fits": int(per_direction["trips"].sum()),
             "refused": int(per_direction["refused"].sum()), "widened": int(per_direction["widened"].sum()),
             "hold_coverage": tuple(float(x) for x in hold["coverage"]),
-            "hold_bias_pct": float(100 * hold["median_error_rel"].abs().mean())}
+            "hold_bias_pct": float(100 * hold["median_error_rel"].abs().mean()),
+            "hold_bias_range_pct": _hold_error_range(path.with_name(MISSPECIFIED_TRIPS))}
+
+
+def _hold_error_range(path: Path) -> tuple[float, float]:
+    """The smallest and largest size of the hold's error (per cent) over every misspecified trip the fit took."""
+    trips = pd.read_csv(path)
+    hold = trips[(trips["parameter"] == "hold_us") & trips["refused"].isna()]
+    error = (100 * (hold["estimate"] - hold["true"]) / hold["true"]).abs()
+    return float(error.min()), float(error.max())
 
 
 def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:
