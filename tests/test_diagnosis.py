@@ -149,8 +149,9 @@ def test_the_time_out_behaviour_is_read_only_where_the_sources_say_it(version, b
     (SQL_2019, 2019, "RTM", 14, "15.0.4188.2"),
     ("Microsoft SQL Server 2022 (RTM-GDR) (KB5021522) - 16.0.1050.5 (X64)", 2022, "RTM", None, "16.0.1050.5"),
     ("Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4115.5 (X64)", 2022, "RTM", 12, "16.0.4115.5"),
+    ("Microsoft SQL Server 2025 (RTM-CU4) (KB5081495) - 17.0.4035.5 (X64)", 2025, "RTM", 4, "17.0.4035.5"),
 ])
-def test_versions_2016_to_2022_are_parsed(text, year, level, cu, build):
+def test_versions_2016_to_2025_are_parsed(text, year, level, cu, build):
     v = evidence.sql_version(text)
     assert (v.year, v.level, v.cu, v.build) == (year, level, cu, build)
 
@@ -183,7 +184,7 @@ def test_allocation_contention_is_named(pages, name):
 def test_page_latch_up_on_top_without_page_rows_is_allocation_contention():
     rows = ["wait,PAGELATCH_UP,600000,120000,90,3000,,,", "wait,PAGELATCH_EX,1000,100,9,1,,,"]
     d = fitting.diagnose(parse(capture({"interval_s": 60, "schedulers": 8}, rows)))
-    assert d.scenario is None and d.name == evidence.TEMPDB_ALLOCATION
+    assert d.scenario is None and d.name == evidence.UNPLACED_ALLOCATION
 
 
 def test_an_index_with_few_of_the_instance_waits_is_no_hot_page():
@@ -219,11 +220,18 @@ def test_the_capture_script_reads_what_the_fit_needs_and_checks_its_context():
     for needed in ("leaf_insert_count", "leaf_allocation_count", "tree_page_latch_wait_count",
                    "tree_page_latch_wait_in_ms", "sql_memory_model_desc", "forced_grant_count",
                    "timeout_error_count", "sys.dm_exec_query_resource_semaphores", "Total Rowgroups Compressed",
-                   "@allow_system_database"):
+                   "@allow_system_database", "page_samples", "WAITFOR DELAY '00:00:01'"):
         assert needed in sql, needed
+    loop = sql[sql.index("WHILE @second < @interval_s"):sql.index("END;", sql.index("WHILE @second < @interval_s"))]
+    assert "INSERT INTO #pages" in loop and "PAGELATCH" in loop  # the page waiters are sampled once a second
     event = sql[sql.index("ADD EVENT sqlserver.latch_acquired"):sql.index("ADD TARGET")]
     assert "WHERE" in event and "class" in event  # the event session is filtered by latch class
     assert "IN (1, 2, 3, 4)" in sql.replace("N'", "'")  # master, tempdb, model and msdb are refused by default
+
+
+def test_the_page_sample_count_is_a_setting():
+    snap = parse(capture({"interval_s": 60, "page_samples": 61}, ["page,2:1:1,30,,,,,,"]))
+    assert snap.setting("page_samples") == 61 and parse(snap.to_csv()).setting("page_samples") == 61
 
 
 def test_the_new_rows_parse_and_contradictions_are_named():

@@ -11,7 +11,7 @@ WHAT IT DOES
     settings of the capture, then one row per DMV row that moved:
 
         setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version,
-                   database, database_id, sql_memory_model
+                   database, database_id, sql_memory_model, page_samples
         latch      sys.dm_os_latch_stats
         wait       sys.dm_os_wait_stats
         spinlock   sys.dm_os_spinlock_stats
@@ -24,7 +24,8 @@ WHAT IT DOES
                    page_latch_wait_count and _in_ms; index_tree: tree_page_latch_wait_count and
                    _in_ms (the non-leaf pages' part); index_insert: leaf_insert_count;
                    index_allocation: leaf_allocation_count (page splits and new end pages)
-        page       sys.dm_os_waiting_tasks: page latch waiters seen at the two reads, by page
+        page       sys.dm_os_waiting_tasks: page latch waiters seen at the two reads and once a
+                   second between them (page_samples samples in all), by page
 
     Counts and times are differences over the interval (second read minus
     first).  max_time_ms is NOT the interval's: it is the DMV's own maximum
@@ -38,7 +39,9 @@ WHAT IT DOES
     @database's.  The fit says so where it charges the former to one workload.
 
 WHAT IT NEEDS
-    SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.
+    SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.  The fit
+    knows @@VERSION from SQL Server 2016 to 2025 (13.x to 17.x); on 2025 the
+    columnstore grant behaviour at the time-out is reported as undetermined.
     With @xevents = 1 it also creates, starts and drops an extended-events
     session filtered to one latch class: ALTER ANY EVENT SESSION.  It
     changes nothing else.
@@ -111,7 +114,7 @@ DECLARE @database_id int = DB_ID(@database);
 
 IF @interval_s IS NULL OR @interval_s < 1 OR @interval_s > 86399
 BEGIN
-    RAISERROR(N'@interval_s = %d: use 1 to 86399 seconds (WAITFOR DELAY waits less than 24 hours).',
+    RAISERROR(N'@interval_s = %d: use 1 to 86399 seconds (less than a day).',
               16, 1, @interval_s);
     RETURN;
 END;
@@ -131,8 +134,11 @@ BEGIN
     RETURN;
 END;
 
--- WAITFOR DELAY takes 'hh:mm:ss': the seconds as a time of day, in style 108.
-DECLARE @delay char(8) = CONVERT(char(8), DATEADD(SECOND, @interval_s, CAST('00:00:00' AS time(0))), 108);
+-- Between the two reads the script waits one second at a time, sampling the page latch waiters after each
+-- second but the last (a PFS storm between the reads then still shows); with the two reads' own samples that
+-- makes @interval_s + 1 samples, printed as the setting page_samples.  The interval printed is the one measured.
+DECLARE @page_samples int = 0;              -- samples of sys.dm_os_waiting_tasks taken into #pages
+DECLARE @second       int = 1;              -- the second of the interval the wait loop is in
 
 DECLARE @xe_session sysname = N'capture_snapshot_latch_acquired';  -- the event session's name (fixed)
 DECLARE @snap       tinyint = 1;            -- which snapshot the loop below is taking (1, then 2)
@@ -184,8 +190,8 @@ CREATE TABLE #delta (
     backoffs       bigint        NULL
 );
 
--- Tasks seen waiting on a page latch at the two reads, by page (db_id:file_id:page_id): a sample, not a
--- difference, that says whether the waits are on one page.
+-- Tasks seen waiting on a page latch at the two reads and once a second between them, by page
+-- (db_id:file_id:page_id): samples, not a difference, that say whether the waits are on one page.
 CREATE TABLE #pages (
     name  nvarchar(256) NOT NULL,
     count bigint        NOT NULL
@@ -292,7 +298,19 @@ WITH (MAX_MEMORY            = 4096 KB,
             IF @xevents = 1
                 EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = START;');
 
-            WAITFOR DELAY @delay;
+            WHILE @second < @interval_s
+            BEGIN
+                WAITFOR DELAY '00:00:01';
+                INSERT INTO #pages (name, count)
+                SELECT LEFT(wt.resource_description, 256), COUNT(*)
+                FROM sys.dm_os_waiting_tasks AS wt
+                WHERE wt.wait_type LIKE N'PAGELATCH[_]%'
+                  AND wt.resource_description IS NOT NULL
+                GROUP BY wt.resource_description;
+                SET @page_samples += 1;
+                SET @second += 1;
+            END;
+            WAITFOR DELAY '00:00:01';
 
             IF @xevents = 1
             BEGIN
@@ -415,6 +433,7 @@ WITH (MAX_MEMORY            = 4096 KB,
         WHERE wt.wait_type LIKE N'PAGELATCH[_]%'
           AND wt.resource_description IS NOT NULL
         GROUP BY wt.resource_description;
+        SET @page_samples += 1;
 
         -- The largest degree of parallelism among the user requests running now (this one left out): the
         -- MAXDOP the queries really ran at, whatever a hint or a database-scoped setting made it.
@@ -579,7 +598,8 @@ WHERE d.source LIKE ''index%'';';
            (1, 6, 'setting', N'max_server_memory_mb', CONVERT(nvarchar(20), @max_memory_mb)),
            (1, 7, 'setting', N'version',              @version),
            (1, 8, 'setting', N'database',             @database),
-           (1, 9, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id));
+           (1, 9, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id)),
+           (1, 11, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
 
     IF @memory_model IS NOT NULL
         INSERT INTO #out (grp, k, source, name, value)
@@ -639,7 +659,7 @@ WHERE d.source LIKE ''index%'';';
     IF @names_note IS NOT NULL
         INSERT INTO #out (grp, k, raw) VALUES (8, 2147483647, @names_note);
 
-    -- The page latch waiters seen at the two reads, by page, most first (the 20 busiest pages).
+    -- The page latch waiters seen in the page_samples samples, by page, most first (the 20 busiest pages).
     INSERT INTO #out (grp, k, source, name, count)
     SELECT TOP (20) 13, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
     FROM #pages AS p

@@ -8,7 +8,7 @@ diagnosis rule reads; :class:`Refusal` is how a rule says the pattern is its
 family's but no model here covers it, naming what the capture shows
 instead.  It also places page latch waits (tempdb's pages, allocation
 pages, the captured database), finds columnstore work in a capture and
-parses @@VERSION (SQL Server 2016 to 2022).  Nothing here names a scenario.
+parses @@VERSION (SQL Server 2016 to 2025).  Nothing here names a scenario.
 """
 
 from __future__ import annotations
@@ -331,6 +331,7 @@ GAM_INTERVAL = 511_232
 TEMPDB_ALLOCATION = "tempdb allocation contention (PFS, GAM, SGAM pages)"
 TEMPDB_METADATA = "tempdb metadata contention (system-table pages)"
 ALLOCATION_PAGES = "allocation-page contention (PFS, GAM, SGAM pages) in a user database"
+UNPLACED_ALLOCATION = "allocation contention (tempdb or the captured database: page rows needed to say which)"
 WRONG_DATABASE = "page latch waits the capture cannot place: capture from the user database"
 GRANT_QUEUE = "a memory-grant queue (RESOURCE_SEMAPHORE) with no columnstore work: no model here"
 TEMPDB_ADVICE = ("the standard advice: several tempdb data files of equal size (they share the allocation "
@@ -386,7 +387,8 @@ def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
     Sampled waiters (page rows) mostly on tempdb's pages are tempdb allocation contention (PFS, GAM, SGAM pages)
     or metadata contention (any other tempdb page, such as its system tables' 2:1:118); mostly on a user
     database's allocation pages, that database's allocation contention.  Without page rows, PAGELATCH_UP on top
-    is allocation contention (allocation pages are latched UP; index pages SH and EX).  Otherwise nothing is
+    is allocation contention (allocation pages are latched UP; index pages SH and EX), in tempdb or in a user
+    database (heap inserts, many page splits): the page rows would say which.  Otherwise nothing is
     said and the rules go on.
     """
     pages = waited_pages(snap)
@@ -397,7 +399,7 @@ def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
         if in_tempdb >= 0.5 * total:
             alloc = sum(p.waiters for p in tempdb if p.kind)
             top = tempdb[0]
-            seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters seen at the two reads were on tempdb's "
+            seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters sampled during the capture were on tempdb's "
                     f"pages (database 2), most on {top.database_id}:{top.file_id}:{top.page_id}"
                     + (f", a {top.kind} page" if top.kind else ""))
             if alloc >= 0.5 * in_tempdb:
@@ -416,9 +418,12 @@ def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
                            "size spread it; no model here covers it"], name=ALLOCATION_PAGES)
         return
     if top_wait == "PAGELATCH_UP":
-        raise Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM), typically tempdb's, and "
-                       "the capture has no page rows to say which: no model here covers it", TEMPDB_ADVICE],
-                      name=TEMPDB_ALLOCATION)
+        raise Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM): tempdb's, or a user "
+                       "database's under heap inserts or many page splits, and the capture has no page rows to say "
+                       "which: capture again while it waits to see the pages; no model here covers either",
+                       "if the pages are tempdb's, " + TEMPDB_ADVICE, "if they are the captured database's: more "
+                       "data files of equal size spread the allocation pages' load"],
+                      name=UNPLACED_ALLOCATION)
 
 
 def database_context(snap: Snapshot) -> tuple[int | None, str]:
@@ -453,16 +458,17 @@ def columnstore_evidence(snap: Snapshot) -> list[str]:
     return found
 
 
-# SQL Server's major version by release year (@@VERSION's product version, 13.x to 16.x).
-RELEASES = {13: 2016, 14: 2017, 15: 2019, 16: 2022}
+# SQL Server's major version by release year (@@VERSION's product version, 13.x to 17.x; 2025 is 17.0, per its
+# build list, KB5005684).
+RELEASES = {13: 2016, 14: 2017, 15: 2019, 16: 2022, 17: 2025}
 
 
 @dataclass(frozen=True)
 class SqlVersion:
     """SQL Server's release, build and update level, as @@VERSION's first line gives them."""
 
-    year: int          # 2016, 2017, 2019, 2022
-    major: int         # 13 .. 16
+    year: int          # 2016, 2017, 2019, 2022, 2025
+    major: int         # 13 .. 17
     build: str         # the product version, e.g. 15.0.4188.2
     level: str         # RTM, SP1, SP2, SP3 (the product level)
     cu: int | None     # the cumulative update, when @@VERSION names one
@@ -474,11 +480,11 @@ class SqlVersion:
 def sql_version(text: str | None) -> SqlVersion | None:
     """@@VERSION's first line parsed, e.g. 'Microsoft SQL Server 2019 (RTM-CU14) (KB...) - 15.0.4188.2 (X64)'.
 
-    None when the text is no SQL Server 2016 to 2022 version (an older or newer release, or no version).
+    None when the text is no SQL Server 2016 to 2025 version (an older or newer release, or no version).
     """
     if not text:
         return None
-    build = re.search(r"\b(1[3-6])\.(\d+)\.(\d+)(?:\.(\d+))?\b", text)
+    build = re.search(r"\b(1[3-7])\.(\d+)\.(\d+)(?:\.(\d+))?\b", text)
     if build is None:
         return None
     major = int(build.group(1))

@@ -58,8 +58,9 @@ SOURCES: dict[str, str] = {
                     "(rows inserted at the leaf level)",
     "index_allocation": "sys.dm_db_index_operational_stats: name schema.table.index, count leaf_allocation_count "
                         "(leaf pages allocated: page splits, new pages at the end of the index included)",
-    "page": "sys.dm_os_waiting_tasks at the two reads: name db_id:file_id:page_id, count the tasks seen waiting "
-            "on that page's latch (a sample, not a difference)",
+    "page": "sys.dm_os_waiting_tasks at the two reads and, in captures that give page_samples, once a second "
+            "between them: name db_id:file_id:page_id, count the tasks seen waiting on that page's latch over all "
+            "the samples (samples, not a difference)",
 }
 # The settings a capture gives (interval_s is required).
 SETTINGS: dict[str, str] = {
@@ -73,9 +74,12 @@ SETTINGS: dict[str, str] = {
     "database": "the database whose indexes and Transactions/sec the capture read (text)",
     "database_id": "that database's id (DB_ID(): 1 master, 2 tempdb, 3 model, 4 msdb, 5 and up user databases)",
     "sql_memory_model": "sys.dm_os_sys_info sql_memory_model_desc (text): CONVENTIONAL, LOCK_PAGES or LARGE_PAGES",
+    "page_samples": "how many samples of sys.dm_os_waiting_tasks the page rows add up (one a second, both reads "
+                    "included; an older capture without it sampled the two reads only)",
 }
 TEXT_SETTINGS = ("version", "database", "sql_memory_model")
 MAX_DATABASE_ID = 32_767  # DB_ID() is a smallint
+MAX_PAGE_SAMPLES = 86_400  # one a second over the capture script's longest interval (86,399 s), both reads included
 # The database ids of the system databases (DB_ID() on any instance).
 SYSTEM_DATABASES = {1: "master", 2: "tempdb", 3: "model", 4: "msdb"}
 TEMPDB_ID = 2
@@ -431,4 +435,6 @@ def setting_range(name: str) -> tuple[int, int]:
         return 0, MAX_SERVER_MEMORY_MB
     if name == "database_id":
         return 0, MAX_DATABASE_ID
+    if name == "page_samples":
+        return 0, MAX_PAGE_SAMPLES
     return 0, {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, "request_dop": MAX_DOP, "sessions": MAX_SESSIONS}[name]

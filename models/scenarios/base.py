@@ -125,6 +125,9 @@ class Scenario:
     size_params: tuple[str, ...] = _REQUIRED  # the parameters that set how long a run is (a panel's progress scale)
     changes: tuple[Change, ...] = _REQUIRED
     replicated: bool = True  # False: the model draws nothing at random, so refits from its own snapshots say nothing
+    # (assumed choice parameter, fitted parameter) pairs: no counter shows the choice, yet it moves that fitted value
+    # beyond its range, so the fit gives the range as the union of its fits under each of the choice's values.
+    range_over: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         missing = [fact.name for fact in fields(self) if getattr(self, fact.name) is _REQUIRED]
@@ -144,6 +147,10 @@ class Scenario:
         for name in self.size_params + tuple(c.param for c in self.changes if c.param):
             if name not in names:
                 raise ScenarioError(f"scenario {self.name!r} names {name!r}, which is not one of its parameters")
+        for choice, fitted in self.range_over:
+            if choice not in names or fitted not in names or self.param(choice).choices is None:
+                raise ScenarioError(f"scenario {self.name!r}: range_over pairs ({choice!r}, {fitted!r}) must be a "
+                                    "choice parameter and a parameter of the scenario")
         if self.capture.session_param is not None and self.capture.session_param not in names:
             raise ScenarioError(f"scenario {self.name!r}: its capture counts sessions by {self.capture.session_param!r}, "
                                 "which is not one of its parameters")

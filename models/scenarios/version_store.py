@@ -282,4 +282,6 @@ SCENARIO = Scenario(
     estimate=estimate, size_run=size_run, size_params=("window_ms",),
     changes=(Change(name="versioning-off", what="row versioning off (no RCSI or SI)", value="",
                     sets=lambda fitted, given: {"versioning": "off"}),),
+    # The CPU's spread moves the fitted hold by about 1.6% (chapter 9's misspecification trips), beyond its range.
+    range_over=(("cpu_dist", "hold_us"),),
 )

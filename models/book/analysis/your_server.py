@@ -32,6 +32,7 @@ from models.scenarios import cci_insert
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
 COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writes it (models/book/sweeps/coverage.py)
 COVERAGE_MISSPECIFIED = DATA_DIR / "coverage_misspecified.csv"  # ``python -m models sweep coverage_misspecified``
+MISSPECIFIED_TRIPS = "coverage_misspecified_trips.csv"  # every trip of that study, beside it
 CPU_UNDER_TEST = DATA_DIR / "cpu_under_test.csv"  # ``python -m models sweep cpu_under_test``
 
 
@@ -169,11 +170,18 @@ def _shown_range(estimate: float, low: float, high: float) -> str:
     return f"{whatif.figure(estimate)} ({whatif.figure(low)} to {whatif.figure(high)})"
 
 
-def whatif_shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The what-if rows as the page shows them: the change, its gain over now, throughput and wait with ranges."""
+def whatif_shown(table: pd.DataFrame, under: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The what-if rows as the page shows them: the change, its gain over now, throughput and wait with ranges.
+
+    ``under`` (:func:`cpu_under_summary`) adds the span of each gain over the values of the assumed work under the
+    latch at which the fit stands; the changes it did not run say so."""
     banded = "band_low" in table and table["band_low"].notna().any()
     band = ({"× now, wake-up 1 to 30 µs": [f"{lo:.2f} to {hi:.2f}" if lo == lo else "" for lo, hi
                                            in zip(table["band_low"], table["band_high"])]} if banded else {})
+    if under is not None:
+        label = f"× now, work under the latch {under['standing_low']:g} to {under['standing_high']:g} µs"
+        band[label] = [f"{under[c][0]:.2f} to {under[c][1]:.2f}" if c in UNDER_GAINS else
+                       ("" if c == "now" else "not run") for c in table["change"]]
     return pd.DataFrame({
         "change": table["change"],
         "× now": table["vs_now"].map(lambda x: f"{x:.2f}"),
@@ -271,8 +279,15 @@ def other_work(snap: Snapshot, cpu_share: float = 0.05, sessions: int = 5,
 # The example's cpu_under_us (the row's own work under the latch, assumed at chapter 5's value) tried at other values:
 # does the fitted model still reproduce the counts it was not fitted to?
 CPU_UNDER_VALUES = (2.0, hot_page.SETUP_002["cpu_under_us"], 8.0, 16.0, 40.0, 80.0)
+# The values the example's snapshot is written at for that test: the example's own (chapter 5's 4.16 us) and chapter
+# 5's other end, 40 us with the queue's cost and the new page refitted there (hot_page.with_hold), so that the test
+# runs both ways: is a server whose hold is 40 us refused when fitted at 4.16?
+CPU_UNDER_WRITTEN = hot_page.SPLIT_BAND_US
 UNDER_GAINS = ("sequential-key", "batch")  # the what-ifs whose gain the assumed split decides (chapter 5)
 _OFF = re.compile(r"([A-Za-z][^:;]*?): \S+ per second in the capture, \S+ in the fitted model's snapshots \((\d+)% off")
+
+
+CPU_UNDER_COLUMNS = ["cpu_under_us", "verdict", "counts_off", "contender_cost_us", *UNDER_GAINS]
 
 
 def counts_off(message: str) -> str:
@@ -297,14 +312,30 @@ def cpu_under_test(snap: Snapshot, values: tuple[float, ...] = CPU_UNDER_VALUES,
                    contender_cost_us=_fitted(f.params["contender_cost_us"].estimate))
         row.update({change: _fitted(table.loc[change, "vs_now"]) for change in UNDER_GAINS})
         rows.append(row)
-    return pd.DataFrame(rows, columns=["cpu_under_us", "verdict", "counts_off", "contender_cost_us", *UNDER_GAINS])
+    return pd.DataFrame(rows, columns=CPU_UNDER_COLUMNS)
+
+
+def example_written_at(under_us: float) -> Snapshot:
+    """The example's snapshot written with ``under_us`` of work under the latch: the stored example at chapter 5's
+    value, otherwise the same window of :func:`hot_page.with_hold`'s setup (the queue's cost refitted there)."""
+    if under_us == EXAMPLE_PARAMS["cpu_under_us"]:
+        return load(EXAMPLE)
+    return from_model(EXAMPLE_SCENARIO, hot_page.with_hold(under_us, EXAMPLE_PARAMS), **EXAMPLE_WINDOW)
+
+
+def cpu_under_both_ways(written: tuple[float, ...] = CPU_UNDER_WRITTEN, values: tuple[float, ...] = CPU_UNDER_VALUES,
+                        replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+    """:func:`cpu_under_test` of the example written at each of ``written``, one block of rows per value written
+    (column ``written_us``)."""
+    return pd.concat([cpu_under_test(example_written_at(w), values, replicates).assign(written_us=w)
+                      for w in written], ignore_index=True)[["written_us", *CPU_UNDER_COLUMNS]]
 
 
 def write_cpu_under_test(path: Path = CPU_UNDER_TEST) -> Path:
-    """Store :func:`cpu_under_test` of the example (``python -m models sweep cpu_under_test``), whole or not at all."""
+    """Store :func:`cpu_under_both_ways` (``python -m models sweep cpu_under_test``), whole or not at all."""
     from models.book.sweep import write_table
 
-    return write_table(cpu_under_test(load(EXAMPLE)), path)
+    return write_table(cpu_under_both_ways(), path)
 
 
 def _listed(items: list[str]) -> str:
@@ -316,7 +347,8 @@ def cpu_under_frame(path: Path = CPU_UNDER_TEST) -> pd.DataFrame:
     """The stored test of the assumed work under the latch as the page shows it: one row per value tried."""
     stored = pd.read_csv(path, keep_default_na=False)
     gain = {change: [f"{float(x):.2f}" if x != "" else "" for x in stored[change]] for change in UNDER_GAINS}
-    return pd.DataFrame({"cpu_under_us (assumed)": stored["cpu_under_us"].map(lambda x: f"{x:g}"),
+    return pd.DataFrame({"snapshot written at (µs)": stored["written_us"].map(lambda x: f"{x:g}"),
+                         "cpu_under_us (assumed)": stored["cpu_under_us"].map(lambda x: f"{x:g}"),
                          "the fit": stored["verdict"],
                          "counts the fitted model misses": stored["counts_off"],
                          "× now, sequential-key": gain["sequential-key"], "× now, batch": gain["batch"]})
@@ -324,8 +356,19 @@ def cpu_under_frame(path: Path = CPU_UNDER_TEST) -> pd.DataFrame:
 
 def cpu_under_summary(path: Path = CPU_UNDER_TEST) -> dict[str, Any]:
     """The stored test's headline: the values refused (and what the first of them misses), the span that stands,
-    the values at which the fit only widened its ranges, and each gain's lowest and highest where the fit stands."""
-    stored = pd.read_csv(path, keep_default_na=False)
+    the values at which the fit only widened its ranges, and each gain's lowest and highest where the fit stands,
+    for the example as stored (written at chapter 5's value); ``reverse``: the same for the snapshot written at
+    :data:`CPU_UNDER_WRITTEN`'s other end, with its gains where it was fitted at the value that wrote it."""
+    every = pd.read_csv(path, keep_default_na=False)
+    own = EXAMPLE_PARAMS["cpu_under_us"]
+    stored = every[every["written_us"] == own]
+    other = every[every["written_us"] != own]
+    at_truth = other[other["cpu_under_us"] == other["written_us"]]
+    reverse = {"written": float(other["written_us"].iloc[0]),
+               "refused": _listed([f"{v:g}" for v in other.loc[other["verdict"] == "refused", "cpu_under_us"]]),
+               "standing": _listed([f"{v:g}" for v in other.loc[other["verdict"] != "refused", "cpu_under_us"]]),
+               "at_example": other.loc[other["cpu_under_us"] == own, "counts_off"].iloc[0].replace("; ", ", "),
+               **{change: float(at_truth[change].iloc[0]) for change in UNDER_GAINS}} if len(other) else {}
     refused = stored[stored["verdict"] == "refused"]
     standing = stored[stored["verdict"] != "refused"]
     widened = stored[stored["verdict"] == "widened"]
@@ -338,7 +381,8 @@ def cpu_under_summary(path: Path = CPU_UNDER_TEST) -> dict[str, Any]:
                         "at " + _listed([f"{r.cpu_under_us:g} µs" for r in widened.itertuples()]) + " with its ranges "
                         "widened, " + "; ".join(widened["counts_off"])),
             **{change: (float(pd.to_numeric(standing[change]).min()), float(pd.to_numeric(standing[change]).max()))
-               for change in UNDER_GAINS}}
+               for change in UNDER_GAINS},
+            "reverse": reverse}
 
 
 def round_trip_truth(scenario: str) -> dict[str, Any]:
@@ -374,7 +418,16 @@ def misspecified_summary(path: Path = COVERAGE_MISSPECIFIED) -> dict[str, Any]:
     return {"trips": int(stored["trips"].min()), "fits": int(per_direction["trips"].sum()),
             "refused": int(per_direction["refused"].sum()), "widened": int(per_direction["widened"].sum()),
             "hold_coverage": tuple(float(x) for x in hold["coverage"]),
-            "hold_bias_pct": float(100 * hold["median_error_rel"].abs().mean())}
+            "hold_bias_pct": float(100 * hold["median_error_rel"].abs().mean()),
+            "hold_bias_range_pct": _hold_error_range(path.with_name(MISSPECIFIED_TRIPS))}
+
+
+def _hold_error_range(path: Path) -> tuple[float, float]:
+    """The smallest and largest size of the hold's error (per cent) over every misspecified trip the fit took."""
+    trips = pd.read_csv(path)
+    hold = trips[(trips["parameter"] == "hold_us") & trips["refused"].isna()]
+    error = (100 * (hold["estimate"] - hold["true"]) / hold["true"]).abs()
+    return float(error.min()), float(error.max())
 
 
 def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:

@@ -9,7 +9,8 @@ spread).  Trips, draws and seeds are the coverage study's (:func:`models.fitting
 direction and fitted parameter, with the median signed error of the estimates beside the coverage, and
 ``coverage_misspecified_trips.csv`` every trip.
 
-Run it with ``python -m models sweep coverage_misspecified`` (about two minutes on one core).
+Run it with ``python -m models sweep coverage_misspecified`` (about four minutes on one core: each fit of the
+version store is two, one under each CPU distribution).
 """
 
 from __future__ import annotations
