@@ -389,11 +389,12 @@ WITH (MAX_MEMORY            = 4096 KB,
         WHERE s.status = N'VISIBLE ONLINE';
         -- book excerpt end
 
-        -- Performance counters.  The first two are cumulative (cntr_type
-        -- 272696576, PERF_COUNTER_BULK_COUNT: the DMV holds a running total; for Version Generation rate,
-        -- if cntr_type is 272696576 difference two samples, if 65792 read it as is), and the two SQLServer:Columnstore
-        -- ones are totals since start-up, so their increase over the interval
-        -- is the number wanted.  A counter the DMV lacks gets a row with an
+        -- Performance counters.  The two per-second counters are cumulative (cntr_type
+        -- 272696576, PERF_COUNTER_BULK_COUNT: the DMV holds a running total) and the two
+        -- SQLServer:Columnstore ones are totals since start-up, so their increase over the
+        -- interval is the number wanted.  The script takes Version Generation rate (KB/s) to be
+        -- cumulative too; no Microsoft page gives its type, so check cntr_type on your server:
+        -- if it is 65792 the DMV holds the current rate, and the KB of versions read from it is wrong.  A counter the DMV lacks gets a row with an
         -- empty count.  Each counter is read from one instance, never the
         -- largest of several: Transactions/sec from @database; the
         -- Columnstore ones from @database where the object has an instance
