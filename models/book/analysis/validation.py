@@ -742,7 +742,7 @@ def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
     gaps3, gaps4 = (setup.get("cpu_dist", _scenario_default("cpu_dist")) for setup in (f.SETUP, n.SETUP))
     gap_note = ("assumed: no source gives how the CPU between two log records varies; the rows that depend on "
                 "it are predicted given this choice")
-    assumed3 = ", ".join(f"{k} = {f.SETUP[k]:g}" for k in f.ASSUMED)
+    assumed3 = ", ".join(f"{k} = {f.SETUP[k]:g}" for k in f.ASSUMED if k != "cpu_dist")  # the gaps get their own row
     return [
         ("3", "log records R (the latch's acquires)", f"{f.RECORDS:,}",
          f"assumed: {f.SETUP['rows_per_page']} rows per page, one page-image record per page and 3 per extent "
