@@ -131,3 +131,22 @@ def test_nbval_kernels_run_on_another_cpu():
     assert reply["content"]["status"] == "ok"
     text = "".join(m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
     assert text.split() == ["True", "True"], text
+
+
+def test_every_inline_expression_is_one_the_site_build_accepts():
+    """myst-nb refuses (with a build warning, which fails the site) any {eval} expression outside the pattern
+    _config.yml configures: catch it here, before a three-minute build."""
+    import json
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(yaml.safe_load((root / "_config.yml").read_text())["sphinx"]["config"]["nb_eval_name_regex"])
+    bad = []
+    for notebook in sorted((root / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                bad += [f"{notebook.name}: {e}" for e in re.findall(r"\{eval\}`([^`]+)`", "".join(cell["source"]))
+                        if not pattern.match(e)]
+    assert not bad, "inline expressions the site build would refuse:\n" + "\n".join(bad)
