@@ -379,9 +379,9 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     cost, at_zero = queue_cost(model, visits_per_s)
     fitted["contender_cost_us"] = (
         cost, "us",
-        how + f"; the row's assumed {setup['cpu_under_us']:g} us of work and what {queue:,.1f} waiting workers add: "
-        f"the queue's cost per waiter at which the model itself inserts {visits_per_s:,.0f} rows/s (without any, "
-        f"{at_zero:,.0f})")
+        how + f"; the row's assumed {setup['cpu_under_us']:g} us of work and what the leaf's queue adds (on average "
+        f"{queue:,.1f} workers wait on a page latch; a hold meets fewer at the leaf): the cost per waiter at which the "
+        f"model itself inserts {visits_per_s:,.0f} rows/s (without any, {at_zero:,.0f})")
     assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
                                "a batched insert's time per row (many rows in one call)")
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
