@@ -136,7 +136,10 @@ def convoy_onset_ms(request_ms: np.ndarray, wait_ms: np.ndarray, threshold_ms: f
     A run has convoyed when its last request waited over ``threshold_ms`` (a wait the stable queue
     beside the band does not reach; the chapter uses about ten times Welch's mean wait at 450 req/s).
     The convoy then began with the last request that found the latch free (waited 0): from there on
-    every request queued behind another.  NaN when the last request waited ``threshold_ms`` or less.
+    every request queued behind another, up to the end of the run.  Just above 1/(hold + hand-off) such a
+    queue may still empty later (at 455 req/s and a 200 us hand-off, with probability about 0.4), so
+    "convoyed" means "in a queue at the end of the run".  NaN when the last request waited ``threshold_ms``
+    or less.
     ``request_ms`` must be in increasing order, ``wait_ms`` aligned with it.
     """
     t = np.asarray(request_ms, dtype=float)
