@@ -424,7 +424,7 @@ def analytic_knee(setup: dict[str, Any]) -> float:
 
 def scaling_lines(prediction: pd.DataFrame) -> pd.DataFrame:
     """:func:`scaling_prediction` as chart lines: one per edge of the band."""
-    names = {"low": "predicted, low edge (kernel just a majority)", "high": "predicted, high edge (no-LPIM cost)"}
+    names = {"low": "low edge (kernel at half)", "high": "high edge (no-LPIM cost)"}
     return prediction.assign(line=prediction["edge"].map(names))[["sessions", "mean_elapsed_s", "line"]]
 
 
