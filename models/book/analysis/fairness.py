@@ -556,11 +556,15 @@ def band_summary(band: pd.DataFrame) -> pd.DataFrame:
     """The stored band (:func:`band_table`) as the mean over its seeds, one row per hand-off and record factor,
     with each figure's seed spread (largest minus smallest, ``<figure>_spread``), the spin cycle in us and the
     resource part of the fair wait (wait time less signal wait)."""
-    band = band.assign(spin_cycle_us=band["spin_rounds"] * SPIN_CHECK_US,
-                       resource_wait_ms_fair=band["latch_wait_ms_fair"] - band["signal_wait_ms_fair"])
-    keys = ["handoff_us", "record_factor"]
-    figures = [row[0] for row in BAND_ROWS]
-    grouped = band.groupby(keys)[figures]
+    return _seed_summary(band, ["handoff_us", "record_factor"])
+
+
+def _seed_summary(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Runs of a stored study as the mean over their seeds per ``keys``, with each figure's seed spread, the spin
+    cycle in us and the resource part of the fair wait: the one reduction the band and the gap check share."""
+    runs = runs.assign(spin_cycle_us=runs["spin_rounds"] * SPIN_CHECK_US,
+                       resource_wait_ms_fair=runs["latch_wait_ms_fair"] - runs["signal_wait_ms_fair"])
+    grouped = runs.groupby(keys)[[row[0] for row in BAND_ROWS]]
     spread = (grouped.max() - grouped.min()).add_suffix("_spread")
     return grouped.mean().join(spread).reset_index()
 
@@ -620,10 +624,4 @@ def gap_summary(gaps: pd.DataFrame) -> pd.DataFrame:
     """The stored gap check as the mean over its seeds, one row per gap distribution and hand-off, with the
     seed spread (largest minus smallest, ``<figure>_spread``), the spin cycle in us and the resource part of
     the fair wait (wait time less signal wait)."""
-    gaps = gaps.assign(spin_cycle_us=gaps["spin_rounds"] * SPIN_CHECK_US,
-                       resource_wait_ms_fair=gaps["latch_wait_ms_fair"] - gaps["signal_wait_ms_fair"])
-    keys = ["cpu_dist", "handoff_us"]
-    figures = [row[0] for row in BAND_ROWS]
-    grouped = gaps.groupby(keys)[figures]
-    spread = (grouped.max() - grouped.min()).add_suffix("_spread")
-    return grouped.mean().join(spread).reset_index()
+    return _seed_summary(gaps, ["cpu_dist", "handoff_us"])
