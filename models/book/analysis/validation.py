@@ -566,6 +566,8 @@ LABELS = {
     "simulated_throughput_per_ms": "simulated acquires per ms", "mva_throughput_per_ms": "MVA acquires per ms",
     "chain_throughput_per_ms": "chain acquires per ms", "simulated_response_ms": "simulated response (ms)",
     "mva_response_ms": "MVA response (ms)", "throughput_error_pct": "throughput error (%)",
+    "active_throughput_per_ms": "acquires per ms, all active", "active_ci_half_per_ms": "± 95%, all active",
+    "active_error_pct": "error, all active (%)",
     "response_error_pct": "response error (%)", "wait_error_pct": "wait error (%)", "chain_wait_ms": "chain wait (ms)",
     "servers": "schedulers", "mmc_wait_ms": "Erlang C, pooled (ms)", "split_mm1_wait_ms": "split M/M/1 (ms)",
     "run": "run", "sigma": "σ", "kappa": "κ", "usl_peak_maxdop": "USL peak N*",
