@@ -222,8 +222,9 @@ def test_the_capture_script_reads_what_the_fit_needs_and_checks_its_context():
                    "timeout_error_count", "sys.dm_exec_query_resource_semaphores", "Total Rowgroups Compressed",
                    "@allow_system_database", "page_samples", "WAITFOR DELAY '00:00:01'"):
         assert needed in sql, needed
-    loop = sql[sql.index("WHILE @second < @interval_s"):sql.index("END;", sql.index("WHILE @second < @interval_s"))]
+    loop = sql[sql.index("WHILE @second <= @interval_s"):sql.index("END;", sql.index("WHILE @second <= @interval_s"))]
     assert "INSERT INTO #pages" in loop and "PAGELATCH" in loop  # the page waiters are sampled once a second
+    assert sql.count("INSERT INTO #pages") == 1  # one sampling statement serves every sample
     event = sql[sql.index("ADD EVENT sqlserver.latch_acquired"):sql.index("ADD TARGET")]
     assert "WHERE" in event and "class" in event  # the event session is filtered by latch class
     assert "IN (1, 2, 3, 4)" in sql.replace("N'", "'")  # master, tempdb, model and msdb are refused by default

@@ -24,8 +24,8 @@ WHAT IT DOES
                    page_latch_wait_count and _in_ms; index_tree: tree_page_latch_wait_count and
                    _in_ms (the non-leaf pages' part); index_insert: leaf_insert_count;
                    index_allocation: leaf_allocation_count (page splits and new end pages)
-        page       sys.dm_os_waiting_tasks: page latch waiters seen at the two reads and once a
-                   second between them (page_samples samples in all), by page
+        page       sys.dm_os_waiting_tasks: page latch waiters seen once a second from the first
+                   read to the second (page_samples samples in all), by page
 
     Counts and times are differences over the interval (second read minus
     first).  max_time_ms is NOT the interval's: it is the DMV's own maximum
@@ -134,11 +134,11 @@ BEGIN
     RETURN;
 END;
 
--- Between the two reads the script waits one second at a time, sampling the page latch waiters after each
--- second but the last (a PFS storm between the reads then still shows); with the two reads' own samples that
--- makes @interval_s + 1 samples, printed as the setting page_samples.  The interval printed is the one measured.
+-- Between the two reads the script waits one second at a time and samples the page latch waiters as the
+-- first read ends and after each second (a PFS storm between the reads then still shows): @interval_s + 1
+-- samples, printed as the setting page_samples.  The interval printed is the one measured.
 DECLARE @page_samples int = 0;              -- samples of sys.dm_os_waiting_tasks taken into #pages
-DECLARE @second       int = 1;              -- the second of the interval the wait loop is in
+DECLARE @second       int = 0;              -- the seconds of the interval waited so far
 
 DECLARE @xe_session sysname = N'capture_snapshot_latch_acquired';  -- the event session's name (fixed)
 DECLARE @snap       tinyint = 1;            -- which snapshot the loop below is taking (1, then 2)
@@ -190,7 +190,7 @@ CREATE TABLE #delta (
     backoffs       bigint        NULL
 );
 
--- Tasks seen waiting on a page latch at the two reads and once a second between them, by page
+-- Tasks seen waiting on a page latch once a second from the first read to the second, by page
 -- (db_id:file_id:page_id): samples, not a difference, that say whether the waits are on one page.
 CREATE TABLE #pages (
     name  nvarchar(256) NOT NULL,
@@ -298,9 +298,11 @@ WITH (MAX_MEMORY            = 4096 KB,
             IF @xevents = 1
                 EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = START;');
 
-            WHILE @second < @interval_s
+            WHILE @second <= @interval_s
             BEGIN
-                WAITFOR DELAY '00:00:01';
+                IF @second > 0
+                    WAITFOR DELAY '00:00:01';
+                -- The page latch waiters right now, by page.
                 INSERT INTO #pages (name, count)
                 SELECT LEFT(wt.resource_description, 256), COUNT(*)
                 FROM sys.dm_os_waiting_tasks AS wt
@@ -310,7 +312,6 @@ WITH (MAX_MEMORY            = 4096 KB,
                 SET @page_samples += 1;
                 SET @second += 1;
             END;
-            WAITFOR DELAY '00:00:01';
 
             IF @xevents = 1
             BEGIN
@@ -394,8 +395,8 @@ WITH (MAX_MEMORY            = 4096 KB,
         -- SQLServer:Columnstore ones are totals since start-up, so their increase over the
         -- interval is the number wanted.  The script takes Version Generation rate (KB/s) to be
         -- cumulative too; no Microsoft page gives its type, so check cntr_type on your server:
-        -- if it is 65792 the DMV holds the current rate, and the KB of versions read from it is wrong.  A counter the DMV lacks gets a row with an
-        -- empty count.  Each counter is read from one instance, never the
+        -- if it is 65792 the DMV holds the current rate, and the KB of versions read from it is wrong.
+        -- A counter the DMV lacks gets a row with an empty count.  Each counter is read from one instance, never the
         -- largest of several: Transactions/sec from @database; the
         -- Columnstore ones from @database where the object has an instance
         -- for it, else from _Total (or the object's only, unnamed instance);
@@ -426,15 +427,6 @@ WITH (MAX_MEMORY            = 4096 KB,
               FROM sys.dm_exec_query_resource_semaphores AS rs) AS t
         CROSS APPLY (VALUES (N'forced_grant_count', t.forced_grant_count),
                             (N'timeout_error_count', t.timeout_error_count)) AS v (name, count);
-
-        -- The page latch waiters right now, by page.
-        INSERT INTO #pages (name, count)
-        SELECT LEFT(wt.resource_description, 256), COUNT(*)
-        FROM sys.dm_os_waiting_tasks AS wt
-        WHERE wt.wait_type LIKE N'PAGELATCH[_]%'
-          AND wt.resource_description IS NOT NULL
-        GROUP BY wt.resource_description;
-        SET @page_samples += 1;
 
         -- The largest degree of parallelism among the user requests running now (this one left out): the
         -- MAXDOP the queries really ran at, whatever a hint or a database-scoped setting made it.

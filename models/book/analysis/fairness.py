@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 import models
+from models.book.sweep import mean_ci
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 from models.scenarios.parallel_insert import log_records
 
@@ -339,14 +340,12 @@ def starvation_null(maxdop: int, acquires: int, draws: int = 20_000, seed: int =
 def starvation_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per MAXDOP and policy, the mean worst-off share over the seeds of ``runs`` (:func:`starvation_runs`) with
     its 95% interval (Student t), and what chance alone gives at that many acquires (:func:`starvation_null`)."""
-    from scipy import stats
-
     out = []
     for (n, policy), g in runs.groupby(["maxdop", "policy"], sort=True):
-        share = g["worst_share"].to_numpy()
-        half = float(stats.t.ppf(0.975, len(share) - 1) * share.std(ddof=1) / np.sqrt(len(share)))
-        out.append({"maxdop": int(n), "policy": policy, "seeds": len(share), "worst_share": float(share.mean()),
-                    "ci95_low": float(share.mean()) - half, "ci95_high": float(share.mean()) + half,
+        share = list(g["worst_share"])
+        mean, half = mean_ci(share)
+        out.append({"maxdop": int(n), "policy": policy, "seeds": len(share), "worst_share": mean,
+                    "ci95_low": mean - half, "ci95_high": mean + half,
                     "chance": starvation_null(int(n), int(round(g["window_acquires"].mean())))})
     return pd.DataFrame(out)
 

@@ -76,6 +76,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
+from models.book.sweep import mean_ci
 from models.calibration import (
     CONTEXT_SWITCH_US, HANDOFF_US, INSERT_CALL_US, INSERT_ROW_US, POCHE_BATCH500_US_PER_ROW, POCHE_SERIAL_US_PER_ROW,
     WAKEUP_BAND_US, WAKEUP_US,
@@ -573,17 +574,6 @@ def band_study(seeds: Iterable[int] = STUDY_SEEDS, sessions: Iterable[int] = STU
     return pd.DataFrame(rows)
 
 
-T95_BY_N = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 8: 2.365, 10: 2.262}
-
-
-def interval(values: Iterable[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% interval (Student's t) over the seeds."""
-    v = pd.Series(list(values), dtype=float)
-    if len(v) < 2:
-        return float(v.mean()), float("nan")
-    return float(v.mean()), float(T95_BY_N.get(len(v), 1.96) * v.std(ddof=1) / len(v) ** 0.5)
-
-
 def study_gains(study: pd.DataFrame) -> pd.DataFrame:
     """Flow control's gain (%) by setting and sessions: per-seed gains' mean and 95% half-width."""
     s = study[study["part"] == "sessions"].pivot_table(index=["setting", "sessions", "seed"], columns="flow",
@@ -591,7 +581,7 @@ def study_gains(study: pd.DataFrame) -> pd.DataFrame:
     s["gain_pct"] = 100.0 * (s["on"] / s["off"] - 1.0)
     out = []
     for (setting, n), g in s.groupby(["setting", "sessions"]):
-        mean_gain, half = interval(g["gain_pct"])
+        mean_gain, half = mean_ci(list(g["gain_pct"]))
         out.append({"setting": setting, "sessions": n, "gain_pct": mean_gain, "ci_pct": half,
                     "off_rows_per_s": g["off"].mean(), "on_rows_per_s": g["on"].mean()})
     return pd.DataFrame(out)

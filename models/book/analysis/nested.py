@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 import models
 from models import analytic
+from models.book.sweep import mean_ci
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 
 SCALE = 64
@@ -157,13 +156,6 @@ def band_setup(handoff: dict[str, float]) -> dict[str, float]:
     return dict(handoff, hold_us=hold)
 
 
-def mean_ci(values: Iterable[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% t interval over independent seeds."""
-    arr = np.asarray(list(values), dtype=float)
-    half = float(stats.t.ppf(0.975, len(arr) - 1) * arr.std(ddof=1) / np.sqrt(len(arr))) if len(arr) > 1 else 0.0
-    return float(arr.mean()), half
-
-
 def busy_seeds(maxdops: Iterable[int] = (8, 16, 24), query: str = "fast", seeds: Iterable[int] = SEEDS,
                **overrides: Any) -> pd.DataFrame:
     """The co-tenant run (4 ms quantum) over several seeds: per MAXDOP the mean and 95% half-width of the
@@ -178,8 +170,8 @@ def busy_seeds(maxdops: Iterable[int] = (8, 16, 24), query: str = "fast", seeds:
                         f["floor_ms"] * SCALE))
         row: dict[str, Any] = {"maxdop": n, "seeds": len(per)}
         for k, name in enumerate(("elapsed_ms", "acquires", "waited", "alone_ms", "floor_ms")):
-            row[name], row[f"{name}_ci95"] = mean_ci(p[k] for p in per)
-        row["slowdown"], row["slowdown_ci95"] = mean_ci(p[0] / p[3] for p in per)
+            row[name], row[f"{name}_ci95"] = mean_ci([p[k] for p in per])
+        row["slowdown"], row["slowdown_ci95"] = mean_ci([p[0] / p[3] for p in per])
         rows.append(row)
     return pd.DataFrame(rows)
 
