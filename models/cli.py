@@ -28,7 +28,6 @@ from typing import Any, Callable
 import pandas as pd
 
 import models
-from models.calibration import WAKEUP_BAND_US
 from models.engine.cache import cache_counts, engine_cache_dir, engine_cache_is_cold
 from models.params import RUN_OPTIONS, Param, ParameterError
 from models.result import Result
@@ -279,16 +278,37 @@ def _number_text(x: Any, unit: str) -> str:
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
 
-def fit_text(f: Any, width: int | None = None) -> str:
+def diagnosis_text(diagnosis: Any, width: int | None = None) -> str:
+    """A diagnosis as the command line prints it, before any fit: its name, evidence, advice and what is missing."""
+    lines = [f"diagnosis: {diagnosis.name}" + (f" -> scenario {diagnosis.scenario}" if diagnosis.scenario else ""),
+             "evidence:"]
+    lines += [f"  - {e}" for e in diagnosis.evidence]
+    if diagnosis.advice:
+        lines.append("what to look at next:")
+        lines += [f"  - {a}" for a in diagnosis.advice]
+    if diagnosis.missing:
+        lines.append("not in the capture (the script writes these by default):")
+        lines += [f"  - {m}" for m in diagnosis.missing]
+    return reflowed("\n".join(lines) + "\n", width)
+
+
+def fit_text(f: Any, width: int | None = None, with_diagnosis: bool = True) -> str:
     """A fit as the command line prints it: diagnosis, evidence, parameters with ranges, what is undetermined.
 
     ``width`` wraps it to that many columns (the command line's terminal); None keeps each entry on one line.
+    ``with_diagnosis=False`` leaves out the diagnosis (printed already, before the fit ran).
     """
-    lines = [f"diagnosis: {f.diagnosis.name}" + (f" -> scenario {f.scenario}" if f.scenario else ""), "evidence:"]
-    lines += [f"  - {e}" for e in f.diagnosis.evidence]
+    head = diagnosis_text(f.diagnosis, width) if with_diagnosis else ""
+    lines: list[str] = []
+    if f.refusal:
+        lines.append(f"no model fitted: the capture contradicts the {f.scenario} model or lacks what it needs:")
+        lines.append(f"  - {f.refusal}")
+        lines += [f"  - {a}" for a in f.advice]
+        return head + reflowed("\n".join(lines) + "\n", width)
     if f.scenario is None:
-        return reflowed("\n".join(lines) + "\n", width)
-    lines += [f"  - {c}" for c in f.caveats]  # what the estimates assume of the capture
+        return head
+    lines.append("what the estimates assume of the capture:")
+    lines += [f"  - {c}" for c in f.caveats]
     lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
     lines.append(f"  ({f.ranges})")
     rows = [(name, _number_text(e.estimate, e.unit),
@@ -299,11 +319,14 @@ def fit_text(f: Any, width: int | None = None) -> str:
     if f.misfit:
         lines.append("the fitted model misses counts it was not fitted to (every range is widened to match):")
         lines += [f"  - {text}" for text in f.misfit]
+    if f.background:
+        lines.append("background: the instance's other work, which the model leaves out and is not held to:")
+        lines += [f"  - {text}" for text in f.background]
     if f.undetermined:
         lines.append("not determined by this snapshot (the scenario's value, or the one assumed, is used):")
         lines += columns([(u["param"], f"assumed {u['assumed']}", u["why"] + "; would need " + u["measure"])
                            for u in f.undetermined], width)
-    return reflowed("\n".join(lines) + "\n", width)
+    return head + reflowed("\n".join(lines) + "\n", width)
 
 
 def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
@@ -322,6 +345,10 @@ def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
                                     else "" ] if banded else []),
              f"wait {figure(r.wait_ms_per_s)} ms/s", r.what) for r in applies.itertuples()]
     lines += columns(rows, width)
+    judged = [r for r in applies.itertuples() if getattr(r, "verdict", "")]
+    if judged:
+        lines.append("across what the capture cannot tell:")
+        lines += columns([(r.change, r.verdict) for r in judged], width, last_below=False)
     skipped = table[table["throughput"].isna()]
     if len(skipped):
         lines.append("not applicable:")
@@ -344,16 +371,31 @@ def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
     return out
 
 
-def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | None = None) -> None:
-    """Read a snapshot, fit it (under the values ``assume`` gives) and print the report (or its JSON)."""
+def _diagnosed(path: str, as_json: bool) -> tuple[Any, Any]:
+    """The snapshot at ``path`` and its diagnosis, printed at once in text mode (the fit after it takes seconds)."""
     from models.fitting import fit as fitting
     from models.fitting.snapshot import read
 
     snap = read(path)
-    if engine_cache_is_cold():
+    diagnosis = fitting.diagnose(snap)
+    if not as_json:
+        print(diagnosis_text(diagnosis, output_width()), end="", flush=True)
+    if diagnosis.scenario is not None and engine_cache_is_cold():
         print(COMPILING, file=sys.stderr, flush=True)
-    fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
-    print(fitted.to_json() if as_json else fit_text(fitted, output_width()), end="\n" if as_json else "")
+    return snap, diagnosis
+
+
+def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | None = None) -> None:
+    """Read a snapshot, diagnose it, fit it (under the values ``assume`` gives) and print the report (or its JSON).
+
+    A capture the model cannot fit is an answer (exit 0): the diagnosis stands and the refusal says why.
+    """
+    from models.fitting import fit as fitting
+
+    snap, _ = _diagnosed(path, as_json)
+    fitted = fitting.answer(snap, scenario=scenario, assume=_assumed(assume))
+    print(fitted.to_json() if as_json else fit_text(fitted, output_width(), with_diagnosis=False),
+          end="\n" if as_json else "")
 
 
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
@@ -361,28 +403,32 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
     """Fit a snapshot (under the values ``assume`` gives) and print one change's prediction, or every change's."""
     from models.fitting import fit as fitting
     from models.fitting import whatif
-    from models.fitting.snapshot import read
 
     if change is not None:
         _, value = whatif.parse_change(change)  # a bad change fails before the fit runs
-    snap = read(path)
-    if engine_cache_is_cold():
-        print(COMPILING, file=sys.stderr, flush=True)
-    fitted = fitting.fit(snap, scenario=scenario, assume=_assumed(assume))
-    if fitted.scenario is None:
-        raise ParameterError(f"no what-ifs: {fitted.diagnosis.name} ({fitted.diagnosis.evidence[-1]})")
+    snap, _ = _diagnosed(path, as_json)
+    fitted = fitting.answer(snap, scenario=scenario, assume=_assumed(assume))
+    if fitted.scenario is None or fitted.refusal:
+        why = fitted.refusal or f"{fitted.diagnosis.name}: no model here to change"
+        if as_json:
+            print(json.dumps({"diagnosis": fitted.diagnosis.name, "evidence": fitted.diagnosis.evidence,
+                              "advice": fitted.diagnosis.advice, "whatifs": [], "why": why}, indent=2))
+        else:
+            print(fit_text(fitted, output_width(), with_diagnosis=False), end="")
+            print(reflow(f"no what-ifs: {why}", output_width()))
+        return
     if change is not None:
         prediction = whatif.predict(fitted, change)
         out = {"change": prediction.change, "what": prediction.what, "sets": prediction.sets, "unit": prediction.unit, "applies": prediction.applies,
                "note": prediction.note}
-        ends = None
+        bands = []
         if prediction.applies:
             for key in ("throughput", "wait_ms_per_s", "now_throughput", "now_wait_ms_per_s"):
                 band = getattr(prediction, key)
                 out[key] = {"estimate": band.estimate, "low": band.low, "high": band.high}
-            ends = whatif.gain_band(fitted, snap, prediction, value)
-            if ends:
-                out["gain_band"] = {"low": ends[0], "high": ends[1], "wakeup_us": list(WAKEUP_BAND_US)}
+            bands = whatif.gain_bands(fitted, snap, prediction.change, value)
+            out["bands"] = [band.to_dict() for band in bands]
+            out["verdict"] = whatif.verdict(prediction.ratio, bands)
         if as_json:
             print(json.dumps(out, indent=2))
         elif prediction.applies:
@@ -391,8 +437,8 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
                          f"  throughput {prediction.throughput} {prediction.unit} (now {prediction.now_throughput}), "
                          f"x{prediction.ratio:.2f}\n"
                          f"  {prediction.wait_type} wait {prediction.wait_ms_per_s} ms/s (now {prediction.now_wait_ms_per_s})"
-                         + (f"\n  gain x{ends[0]:.2f} to x{ends[1]:.2f} with the assumed wake-up refitted at "
-                            f"{WAKEUP_BAND_US[0]:g} and {WAKEUP_BAND_US[1]:g} us" if ends else "")
+                         + "".join(f"\n  {band}" for band in bands)
+                         + f"\n  {whatif.verdict(prediction.ratio, bands)}"
                          + (f"\n  {prediction.note}" if prediction.note else ""), output_width()))
         else:
             print(reflow(f"{prediction.change}: not applicable: {prediction.note}", output_width()))
@@ -401,6 +447,7 @@ def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
     if as_json:
         print(table.to_json(orient="records", indent=2))
         return
+    print(fit_text(fitted, output_width(), with_diagnosis=False), end="")
     print(whatif_text(table, output_width()), end="")
 
 

@@ -74,7 +74,7 @@ def test_tempdb_metadata_waits_with_one_user_index_are_named_not_fitted_as_a_hot
         d = fitting.diagnose(parse(tempdb_metadata(database)))
         assert d.scenario is None and d.name == evidence.TEMPDB_METADATA, d
         assert any("2:1:118" in line for line in d.evidence)
-        assert any("memory-optimized tempdb metadata" in line for line in d.evidence)
+        assert any("memory-optimized tempdb metadata" in line for line in d.evidence + d.advice)
 
 
 def test_a_capture_from_master_refuses_naming_the_database_context():
@@ -342,3 +342,87 @@ def test_the_capture_reads_each_counter_from_one_instance():
     sql = (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
     assert "MAX(pc.cntr_value)" not in sql
     assert "N'_Total'" in sql and "TOP (1) pc.cntr_value" in sql
+
+
+def capture_script() -> str:
+    return (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
+
+
+def test_the_capture_script_prints_the_runnable_tasks_and_tempdbs_data_files_as_settings():
+    """Every setting the script prints is one the format knows, in a fixed order (k), the two new ones before
+    page_samples; runnable_tasks is the mean over the page samples, tempdb_data_files a count of ROWS files."""
+    import re
+
+    from models.fitting.snapshot import FLOAT_SETTINGS, SETTINGS
+
+    sql = capture_script()
+    printed = {int(k): name for k, name in re.findall(r"\(1, (\d+), 'setting', N'(\w+)'", sql)}
+    assert len(printed) == len(re.findall(r"\(1, \d+, 'setting', N'", sql))  # no two settings share a k
+    assert [printed[k] for k in sorted(printed)] == [
+        "interval_s", "schedulers", "maxdop", "sessions", "request_dop", "max_server_memory_mb", "version",
+        "database", "database_id", "sql_memory_model", "runnable_tasks", "tempdb_data_files", "page_samples"]
+    assert set(printed.values()) <= set(SETTINGS) and "runnable_tasks" in FLOAT_SETTINGS
+    # runnable_tasks: sampled in the same once-a-second loop as the page rows, over the visible online schedulers
+    start = sql.index("WHILE @second <= @interval_s")
+    loop = sql[start:sql.index("END;", start)]
+    assert "runnable_tasks_count" in loop and "N'VISIBLE ONLINE'" in loop and "sys.dm_os_schedulers" in loop
+    assert loop.index("INSERT INTO #pages") < loop.index("runnable_tasks_count") < loop.index("@page_samples += 1")
+    assert sql.count("s.runnable_tasks_count") == 1  # sampled nowhere else
+    mean = sql[sql.index("DECLARE @runnable_text"):sql.index("DECLARE @tempdb_files")]
+    assert "@runnable /" in mean and "@page_samples" in mean and "decimal(12, 3)" in mean  # a mean, to 0.001
+    # tempdb_data_files: tempdb's (database 2) data files, from the file types read once before the snapshots
+    assert "FROM sys.master_files AS mf" in sql
+    assert "(SELECT COUNT(*) FROM #files WHERE database_id = 2 AND type_desc = N'ROWS')" in sql
+    assert sql.index("FROM sys.master_files AS mf") < sql.index("WHILE @snap <= 2")
+
+
+def test_the_capture_script_prints_the_file_io_and_index_update_rows():
+    """file_write and file_read per database file from sys.dm_io_virtual_file_stats, named db_id:file_id:TYPE;
+    index_update per index beside index_insert; each source in its output group, the old groups' order kept."""
+    import re
+
+    from models.fitting.snapshot import SOURCES
+
+    sql = " ".join(capture_script().split())  # whitespace-insensitive
+    # The file rows: which DMV column is count and which time_ms, their names, and only data and log files.
+    assert "FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs" in sql
+    assert "('file_write', vfs.num_of_writes, vfs.io_stall_write_ms)" in sql
+    assert "('file_read', vfs.num_of_reads, vfs.io_stall_read_ms)) AS v (source, count, time_ms)" in sql
+    assert "CONCAT(vfs.database_id, N':', vfs.file_id, N':', f.type_desc)" in sql
+    assert "WHERE f.type_desc IN (N'ROWS', N'LOG')" in sql
+    # The index_update rows: leaf_update_count, summed over partitions like the others, and an index only
+    # updated is kept; its rows are named with the other index rows (source LIKE 'index%').
+    assert "SUM(s.leaf_update_count) AS updates" in sql and "OR SUM(s.leaf_update_count) > 0" in sql
+    assert "('index_insert', o.inserts, CAST(NULL AS bigint)), ('index_update', o.updates, CAST(NULL AS bigint))," in sql
+    assert "WHERE d.source LIKE ''index%''" in sql
+    # Deltas like every row, and a file's counters that went down (its database reopened) restart like an index's.
+    assert "(b.source LIKE 'index%' OR b.source IN ('file_write', 'file_read'))" in sql
+    # The output groups, in order: the sources before keep theirs; index_update follows index_insert; the file
+    # rows come after the semaphore rows and before the page samples.
+    case = sql[sql.index("CROSS APPLY (SELECT CASE d.source"):sql.index("AS g (grp)")]
+    groups = {source: int(g) for source, g in re.findall(r"WHEN '(\w+)' THEN (\d+)", case)}
+    groups["xevent"] = int(re.search(r"SELECT (\d+), ROW_NUMBER\(\) OVER \(ORDER BY x.count DESC", sql).group(1))
+    groups["page"] = int(re.search(r"SELECT TOP \(20\) (\d+), ROW_NUMBER\(\)", sql).group(1))
+    assert sorted(groups, key=groups.get) == [
+        "latch", "wait", "spinlock", "xevent", "scheduler", "counter", "index", "index_tree", "index_insert",
+        "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page"]
+    assert len(set(groups.values())) == len(groups) and set(groups) == set(SOURCES) - {"setting"}
+    # The file types' table is dropped wherever the others are, and the rows left out for want of a type are said.
+    assert sql.count("DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;") == 3
+    assert "their file_write and file_read rows are left out" in sql
+
+
+def test_the_new_rows_and_settings_as_the_script_prints_them_parse():
+    text = capture({"interval_s": 60.012, "schedulers": 8, "database": "shop", "database_id": 5,
+                    "runnable_tasks": "3.250", "tempdb_data_files": 8, "page_samples": 61},
+                   ["index_insert,dbo.t.PK,5000,,,,,,", "index_update,dbo.t.PK,700,,,,,,",
+                    "file_write,5:2:LOG,90000,45000,,,,,", "file_write,2:1:ROWS,300,900,,,,,",
+                    "file_read,5:1:ROWS,40,120,,,,,",
+                    "# the types of 3 database files could not be read (...): their file_write and file_read rows "
+                    "are left out", "page,2:1:1,30,,,,,,"])
+    snap = parse(text)
+    assert snap.setting("runnable_tasks") == 3.25 and snap.setting("tempdb_data_files") == 8
+    assert snap.get("index_update", "dbo.t.PK") == 700
+    assert snap.get("file_write", "5:2:LOG") == 90000 and snap.get("file_write", "5:2:LOG", "time_ms") == 45000
+    assert snap.get("file_read", "5:1:ROWS", "time_ms") == 120 and not snap.has("file_read", "5:2:LOG")
+    assert parse(snap.to_csv()).to_csv() == snap.to_csv()

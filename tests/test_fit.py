@@ -14,6 +14,7 @@ import warnings
 import pytest
 
 import models
+from models.fitting import evidence
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
@@ -113,7 +114,7 @@ def test_trace_flag_3933_is_read_from_the_spins_with_the_spin_rounds():
     # Unfair, the latch all but stops waiting (White: 56 waits where there were 271,458), so the diagnosis
     # finds no wait worth the name; the fit of the insert's model is asked for by name.
     snap = from_model("parallel-insert", {"maxdop": 16, "hold_us": 6.0, "policy": "unfair"}, start_s=0.01)
-    assert fitting.diagnose(snap).name == fitting.NOT_A_LATCH
+    assert fitting.diagnose(snap).name == evidence.HEALTHY
     f = fitting.fit(snap, scenario="parallel-insert")
     assert f.params["policy"].estimate == "unfair"
     assert f.params["spins_per_round"].estimate == 250  # the spins of one round, from spins over rounds
@@ -129,7 +130,7 @@ def test_without_extended_events_the_acquire_rate_is_named_as_missing():
 def test_no_latch_waits_is_not_a_latch_problem():
     snap = from_model("cci-decommit", {"sessions": 8, "schedulers": 8, "rowgroups": 1})  # lpim on: no waits
     f = fitting.fit(snap)
-    assert f.scenario is None and f.diagnosis.name == fitting.NOT_A_LATCH
+    assert f.scenario is None and f.diagnosis.name == evidence.HEALTHY
     assert whatif.predict(f, "unfair-latch").applies is False
 
 

@@ -178,39 +178,42 @@ UNRELATED = [("convoy", "scheduler", "time_ms"), ("closed-latch", "scheduler", "
 
 
 @pytest.mark.parametrize("scenario, source, column", UNRELATED, ids=[f"{s}-{src}-{c}" for s, src, c in UNRELATED])
-def test_unrelated_work_in_the_counters_is_refused_or_flagged(scenario, source, column):
-    """Half as much again from other work: the fit refuses, or (an estimate held at the model's bound, which the
-    fit reports as clipped) keeps it flagged with every range widened by the miss."""
+def test_unrelated_work_in_the_counters_is_background_not_a_misfit(scenario, source, column):
+    """Half as much again from other work in an instance-wide count: the fit stands and names the excess as the
+    instance's other work; only where the estimator itself reads that count may the model miss its own counts."""
     assert not fitting.fit(_snap(scenario), scenario=scenario).misfit  # the capture alone fits
     snap = _with_more(_snap(scenario), source, column, 1.5)
     try:
         f = fitting.fit(snap, scenario=scenario)
-    except fitting.FitError as err:
-        assert "does not reproduce the capture" in str(err)
+    except fitting.FitError as err:  # the estimator read the inflated count: the model's own counts say so
+        assert "does not reproduce the capture" in str(err) and "(the hot index)" in str(err)
         return
-    assert any(e.clipped for e in f.params.values()) and f.misfit
-    assert all(e.high - e.low >= fitting.MISFIT_REFUSED * abs(e.estimate)
-               for e in f.params.values() if e.basis == "fitted" and not e.clipped)
+    assert f.background and any(text.startswith(source) for text in f.background), f.background
+    assert "other work" in cli.fit_text(f)
 
 
 def test_a_misfit_names_the_count_and_both_rates():
-    snap = _with_more(_snap("closed-latch"), "scheduler", "time_ms", 1.5)
-    with pytest.raises(fitting.FitError, match=r"scheduler busy time_ms: [\d,.]+ per second in the capture, "
-                                               r"[\d,.]+ in the fitted model's snapshots \(\d+% off"):
+    """A count that is the modelled index's own (its pages allocated) far off the model's: the fit is refused."""
+    snap = _with_more(_snap(LAST_PAGE), "index_allocation", "count", 1.6)
+    with pytest.raises(fitting.FitError, match=r"index_allocation \(the hot index\) count: [\d,.]+ per second in the "
+                                               r"capture, [\d,.]+ in the fitted model's snapshots \(\d+% off"):
         fitting.fit(snap)
+    answered = fitting.answer(snap)  # as the command line asks: the refusal is an answer, the diagnosis stands
+    assert answered.refusal and answered.diagnosis.scenario == LAST_PAGE and not answered.params
 
 
 def test_a_smaller_miss_widens_every_range_to_at_least_the_miss():
-    """Another workload's CPU, 12% of the latch's: the fit stands, but no range is narrower than -/+ 12%."""
-    snap = _with_more(_snap("closed-latch"), "scheduler", "time_ms", 1.12)
+    """The hot index's pages allocated 20% above the model's: the fit stands, but no range is narrower than the miss."""
+    snap = _with_more(_snap(LAST_PAGE), "index_allocation", "count", 1.2)
     f = fitting.fit(snap)
-    assert f.misfit and f.misfit[0].startswith("scheduler busy time_ms")
-    share = float(f.misfit[0].split("(")[1].split("%")[0]) / 100
-    assert 0.08 <= share <= fitting.MISFIT_REFUSED
-    for name in ("hold_ms", "think_ms"):
-        e = f.params[name]
-        assert e.high - e.estimate >= 0.99 * share * e.estimate and "widened" in e.how
+    assert f.misfit and f.misfit[0].startswith("index_allocation (the hot index) count")
+    share = float(f.misfit[0].split("(")[2].split("%")[0]) / 100
+    assert 0.1 <= share <= fitting.MISFIT_REFUSED
+    for name, e in f.params.items():
+        if e.basis == "fitted":
+            assert e.high - e.estimate >= 0.95 * share * e.estimate and "widened" in e.how, name
     assert "misses counts it was not fitted to" in cli.fit_text(f) and json.loads(f.to_json())["misfit"]
+
 
 
 # ----------------------------------------------------------------------------- the coverage study
@@ -307,9 +310,11 @@ def test_whatifs_that_rest_on_an_assumed_wake_up_carry_its_band():
     for name in ("guid-key", "sequential-key", "batch"):
         row = table.loc[name]
         assert row["band_low"] <= row["vs_now"] <= row["band_high"], name
-    assert table.loc["batch", "band_low"] > 2.0
+    # The work under the latch (2 to 40 us) moves batching's gain most, as chapter 5 found; it helps at both ends.
+    assert table.loc["batch", "band_low"] > 1.2 and table.loc["batch", "band_high"] > 2 * table.loc["batch", "band_low"]
+    assert table.loc["batch", "verdict"].startswith("helps across the whole band")
     assert table.loc["sequential-key", "band_high"] - table.loc["sequential-key", "band_low"] > 0.1
-    assert "band column" in table.loc["now", "note"]
+    assert "band columns" in table.loc["now", "note"] and "cpu_under_us" in table.loc["now", "note"]
 
 
 def test_a_fitted_wake_up_needs_no_band():
@@ -317,7 +322,7 @@ def test_a_fitted_wake_up_needs_no_band():
     snap = from_model("parallel-insert", {"maxdop": 16, "hold_us": 6.0}, start_s=0.02, interval_s=0.1)
     f = fitting.fit(snap)
     assert f.params["wakeup_us"].basis == "fitted"
-    assert whatif.handoff_band(f, snap) == {}
+    assert not any(b.param == "wakeup_us" for each in whatif.band_table(f, snap).values() for b in each)
 
 
 # ----------------------------------------------------------------------------- issue 34: the chapter's checks

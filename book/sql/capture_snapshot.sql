@@ -11,7 +11,7 @@ WHAT IT DOES
     settings of the capture, then one row per DMV row that moved:
 
         setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version,
-                   database, database_id, sql_memory_model, page_samples
+                   database, database_id, sql_memory_model, runnable_tasks, tempdb_data_files, page_samples
         latch      sys.dm_os_latch_stats
         wait       sys.dm_os_wait_stats
         spinlock   sys.dm_os_spinlock_stats
@@ -23,9 +23,19 @@ WHAT IT DOES
         index      sys.dm_db_index_operational_stats of @database, as schema.table.index:
                    page_latch_wait_count and _in_ms; index_tree: tree_page_latch_wait_count and
                    _in_ms (the non-leaf pages' part); index_insert: leaf_insert_count;
-                   index_allocation: leaf_allocation_count (page splits and new end pages)
+                   index_update: leaf_update_count; index_allocation: leaf_allocation_count
+                   (page splits and new end pages)
+        file_write sys.dm_io_virtual_file_stats, per database file as db_id:file_id:ROWS or
+                   db_id:file_id:LOG (the type from sys.master_files): num_of_writes and
+                   io_stall_write_ms; file_read: num_of_reads and io_stall_read_ms
         page       sys.dm_os_waiting_tasks: page latch waiters seen once a second from the first
                    read to the second (page_samples samples in all), by page
+
+    runnable_tasks is the mean, over those same page_samples samples, of
+    runnable_tasks_count summed over the visible online schedulers
+    (sys.dm_os_schedulers): the workers waiting for a CPU.  tempdb_data_files
+    is the count of tempdb's data files (sys.master_files, database 2, ROWS),
+    read once before the first read.
 
     Counts and times are differences over the interval (second read minus
     first).  max_time_ms is NOT the interval's: it is the DMV's own maximum
@@ -34,14 +44,20 @@ WHAT IT DOES
     Every wait type that moved is kept, the benign ones (idle waits,
     SOS_SCHEDULER_YIELD, ...) included: the fit filters them itself.
 
-    The wait, latch, spinlock and scheduler rows, Batch Requests/sec and the
-    sessions are the whole instance's; Transactions/sec and the index rows are
-    @database's.  The fit says so where it charges the former to one workload.
+    The wait, latch, spinlock, scheduler and file rows, Batch Requests/sec,
+    the sessions and runnable_tasks are the whole instance's; Transactions/sec
+    and the index rows are @database's.  The fit says so where it charges the
+    former to one workload.
 
 WHAT IT NEEDS
-    SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.  The fit
-    knows @@VERSION from SQL Server 2016 to 2025 (13.x to 17.x); on 2025 the
-    columnstore grant behaviour at the time-out is reported as undetermined.
+    SQL Server 2016 or later.  It only reads DMVs: VIEW SERVER STATE.
+    sys.master_files, which names the files' types, shows a file only to a
+    login with VIEW ANY DEFINITION, CREATE DATABASE or ALTER ANY DATABASE;
+    without them the script takes tempdb's and @database's file types from
+    their own sys.database_files, leaves the other databases' file rows out
+    and says so in a # comment line.  The fit knows @@VERSION from SQL
+    Server 2016 to 2025 (13.x to 17.x); on 2025 the columnstore grant
+    behaviour at the time-out is reported as undetermined.
     With @xevents = 1 it also creates, starts and drops an extended-events
     session filtered to one latch class: ALTER ANY EVENT SESSION.  It
     changes nothing else.
@@ -138,6 +154,8 @@ END;
 -- first read ends and after each second (a PFS storm between the reads then still shows): @interval_s + 1
 -- samples, printed as the setting page_samples.  The interval printed is the one measured.
 DECLARE @page_samples int = 0;              -- samples of sys.dm_os_waiting_tasks taken into #pages
+DECLARE @runnable     bigint = 0;           -- runnable_tasks_count over the visible online schedulers, added
+                                            -- up over the same samples (their mean is the setting runnable_tasks)
 DECLARE @second       int = 0;              -- the seconds of the interval waited so far
 
 DECLARE @xe_session sysname = N'capture_snapshot_latch_acquired';  -- the event session's name (fixed)
@@ -153,11 +171,12 @@ DECLARE @sql        nvarchar(max);          -- dynamic SQL (the index names, in 
 DECLARE @names_note nvarchar(4000);         -- why index names could not be read, if they could not
 DECLARE @class_key  int;                    -- the latch_class map key of @xevent_class (the predicate)
 DECLARE @memory_model nvarchar(60);         -- sys.dm_os_sys_info sql_memory_model_desc (2016 SP1 and later)
+DECLARE @files_hidden int = 0;              -- database files whose type could not be read (no file rows)
 
 -------------------------------------------------------------------------------
 -- Working tables
 -------------------------------------------------------------------------------
-DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;
 
 -- Both snapshots, one row per DMV row: the DMV's columns under the CSV's
 -- column names (NULL where the source has no such column).
@@ -197,6 +216,14 @@ CREATE TABLE #pages (
     count bigint        NOT NULL
 );
 
+-- Every database file's type (ROWS, LOG, ...), read once: the file rows' names end with it.
+CREATE TABLE #files (
+    database_id int          NOT NULL,
+    file_id     int          NOT NULL,
+    type_desc   nvarchar(60) NOT NULL,
+    PRIMARY KEY (database_id, file_id)
+);
+
 -- latch_acquired events counted by latch class (@xevents = 1).
 CREATE TABLE #xevent (
     name  nvarchar(256) NOT NULL,
@@ -205,8 +232,9 @@ CREATE TABLE #xevent (
 
 -- The output, in order: grp (0 header, 1 settings, 2 latch, 3 wait, 4 spinlock,
 -- 5 xevent, 6 scheduler, 7 counter, 8 index, 9 index_tree, 10 index_insert,
--- 11 index_allocation, 12 semaphore, 13 page), then k within the group.  A row
--- with raw set is printed as it is (the header line, a # comment line).
+-- 11 index_update, 12 index_allocation, 13 semaphore, 14 file_write, 15 file_read,
+-- 16 page), then k within the group.  A row with raw set is printed as it is
+-- (the header line, a # comment line).
 CREATE TABLE #out (
     grp            tinyint        NOT NULL,
     k              int            NOT NULL,
@@ -287,6 +315,43 @@ WITH (MAX_MEMORY            = 4096 KB,
         SET @memory_model = NULL;
     END CATCH;
 
+    -- The database files' types, for the file rows' names and tempdb_data_files.  sys.master_files shows a
+    -- file only to a login with VIEW ANY DEFINITION, CREATE DATABASE or ALTER ANY DATABASE: what it hides of
+    -- tempdb's and @database's files is read from their own sys.database_files (every login sees tempdb's; a
+    -- user of @database sees its), and the files whose type is still unknown are counted for a # comment.
+    INSERT INTO #files (database_id, file_id, type_desc)
+    SELECT mf.database_id, mf.file_id, mf.type_desc
+    FROM sys.master_files AS mf;
+
+    BEGIN TRY
+        INSERT INTO #files (database_id, file_id, type_desc)
+        SELECT 2, df.file_id, df.type_desc
+        FROM tempdb.sys.database_files AS df
+        WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = 2 AND f.file_id = df.file_id);
+    END TRY
+    BEGIN CATCH
+        -- No access to tempdb's catalog: its files count among the hidden ones below.
+    END CATCH;
+
+    SET @sql = N'
+INSERT INTO #files (database_id, file_id, type_desc)
+SELECT @database_id, df.file_id, df.type_desc
+FROM ' + QUOTENAME(@database) + N'.sys.database_files AS df
+WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = @database_id AND f.file_id = df.file_id);';
+    BEGIN TRY
+        EXEC sys.sp_executesql @sql, N'@database_id int', @database_id = @database_id;
+    END TRY
+    BEGIN CATCH
+        -- No access to @database: its files count among the hidden ones below.
+    END CATCH;
+
+    -- Only the databases of sys.databases count: the resource database (32767) has files in
+    -- sys.dm_io_virtual_file_stats but no row there, nor in sys.master_files.
+    SELECT @files_hidden = COUNT(*)
+    FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
+    WHERE EXISTS (SELECT 1 FROM sys.databases AS db WHERE db.database_id = vfs.database_id)
+      AND NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = vfs.database_id AND f.file_id = vfs.file_id);
+
     ---------------------------------------------------------------------------
     -- The two snapshots: the same queries, run twice, with the wait (and the
     -- event session) between them.
@@ -309,6 +374,10 @@ WITH (MAX_MEMORY            = 4096 KB,
                 WHERE wt.wait_type LIKE N'PAGELATCH[_]%'
                   AND wt.resource_description IS NOT NULL
                 GROUP BY wt.resource_description;
+                -- The workers waiting for a CPU right now, on the schedulers that run user work.
+                SELECT @runnable += ISNULL(SUM(CONVERT(bigint, s.runnable_tasks_count)), 0)
+                FROM sys.dm_os_schedulers AS s
+                WHERE s.status = N'VISIBLE ONLINE';
                 SET @page_samples += 1;
                 SET @second += 1;
             END;
@@ -428,6 +497,18 @@ WITH (MAX_MEMORY            = 4096 KB,
         CROSS APPLY (VALUES (N'forced_grant_count', t.forced_grant_count),
                             (N'timeout_error_count', t.timeout_error_count)) AS v (name, count);
 
+        -- Database files, of every database: writes and reads and the time they stalled, one source each.
+        -- Only data and log files (ROWS, LOG) whose type #files knows.
+        INSERT INTO #snap (snap, source, name, count, time_ms)
+        SELECT @snap, v.source, CONCAT(vfs.database_id, N':', vfs.file_id, N':', f.type_desc), v.count, v.time_ms
+        FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
+        JOIN #files AS f
+          ON f.database_id = vfs.database_id
+         AND f.file_id = vfs.file_id
+        CROSS APPLY (VALUES ('file_write', vfs.num_of_writes, vfs.io_stall_write_ms),
+                            ('file_read',  vfs.num_of_reads,  vfs.io_stall_read_ms)) AS v (source, count, time_ms)
+        WHERE f.type_desc IN (N'ROWS', N'LOG');
+
         -- The largest degree of parallelism among the user requests running now (this one left out): the
         -- MAXDOP the queries really ran at, whatever a hint or a database-scoped setting made it.
         SELECT @seen = MAX(r.dop)
@@ -450,11 +531,12 @@ WITH (MAX_MEMORY            = 4096 KB,
                    OR EXISTS (SELECT 1 FROM sys.dm_exec_requests AS r WHERE r.session_id = s.session_id));
 
         -- Per index of @database (summed over partitions): its page latch
-        -- waits, their part on non-leaf pages (tree_), the rows inserted at
-        -- the leaf level and the leaf pages allocated, one source each.  Last,
-        -- as it can take a moment on a database with many indexes; only the
-        -- indexes that have waited or been inserted into are kept (an index
-        -- absent from the first snapshot counts from 0).
+        -- waits, their part on non-leaf pages (tree_), the rows inserted and
+        -- updated at the leaf level and the leaf pages allocated, one source
+        -- each.  Last, as it can take a moment on a database with many
+        -- indexes; only the indexes that have waited or been inserted into or
+        -- updated are kept (an index absent from the first snapshot counts
+        -- from 0).
         INSERT INTO #snap (snap, source, name, object_id, index_id, count, time_ms)
         SELECT @snap, v.source, CONCAT(N'object_', o.object_id, N'.index_', o.index_id),
                o.object_id, o.index_id, v.count, v.time_ms
@@ -464,14 +546,16 @@ WITH (MAX_MEMORY            = 4096 KB,
                      SUM(s.tree_page_latch_wait_count) AS tree_waits,
                      SUM(s.tree_page_latch_wait_in_ms) AS tree_wait_ms,
                      SUM(s.leaf_insert_count)          AS inserts,
+                     SUM(s.leaf_update_count)          AS updates,
                      SUM(s.leaf_allocation_count)      AS allocations
               FROM sys.dm_db_index_operational_stats(@database_id, NULL, NULL, NULL) AS s
               GROUP BY s.object_id, s.index_id
               HAVING SUM(s.page_latch_wait_count) > 0 OR SUM(s.page_latch_wait_in_ms) > 0
-                  OR SUM(s.leaf_insert_count) > 0) AS o
+                  OR SUM(s.leaf_insert_count) > 0 OR SUM(s.leaf_update_count) > 0) AS o
         CROSS APPLY (VALUES ('index',            o.waits,       o.wait_ms),
                             ('index_tree',       o.tree_waits,  o.tree_wait_ms),
                             ('index_insert',     o.inserts,     CAST(NULL AS bigint)),
+                            ('index_update',     o.updates,     CAST(NULL AS bigint)),
                             ('index_allocation', o.allocations, CAST(NULL AS bigint))) AS v (source, count, time_ms);
 
         SET @snap += 1;
@@ -484,19 +568,22 @@ WITH (MAX_MEMORY            = 4096 KB,
     --   * context_switches_count (scheduler) and backoffs (spinlock) are int
     --     columns that wrap past 2,147,483,647 to negative numbers: a wrap
     --     (first >= 0, second < 0) is undone by adding 2^32;
-    --   * an index's counters restart when its metadata leaves the cache: if
-    --     they went down, the second snapshot's values (the counts since the
-    --     restart) are used.
+    --   * an index's counters restart when its metadata leaves the cache, and
+    --     a database file's when its database is brought online again (after
+    --     being taken offline, or closed by AUTO_CLOSE): if they went down,
+    --     the second snapshot's values (the counts since the restart) are used.
     ---------------------------------------------------------------------------
     INSERT INTO #delta (source, name, object_id, index_id, count, time_ms, max_time_ms, signal_time_ms,
                         spins, backoffs)
     SELECT b.source, b.name, b.object_id, b.index_id,
            CASE WHEN b.source = 'scheduler' AND d.count < 0 AND b.count < 0 AND a.count >= 0
                     THEN d.count + CAST(4294967296 AS bigint)
-                WHEN b.source LIKE 'index%' AND (d.count < 0 OR d.time_ms < 0)
+                WHEN (b.source LIKE 'index%' OR b.source IN ('file_write', 'file_read'))
+                     AND (d.count < 0 OR d.time_ms < 0)
                     THEN b.count
                 ELSE d.count END,
-           CASE WHEN b.source LIKE 'index%' AND (d.count < 0 OR d.time_ms < 0)
+           CASE WHEN (b.source LIKE 'index%' OR b.source IN ('file_write', 'file_read'))
+                     AND (d.count < 0 OR d.time_ms < 0)
                     THEN b.time_ms
                 ELSE d.time_ms END,
            b.max_time_ms,                       -- the DMV's maximum, as the second snapshot read it
@@ -576,6 +663,11 @@ WHERE d.source LIKE ''index%'';';
         (SELECT CONVERT(bigint, value_in_use) FROM sys.configurations WHERE name = N'max degree of parallelism');
     DECLARE @max_memory_mb bigint =
         (SELECT CONVERT(bigint, value_in_use) FROM sys.configurations WHERE name = N'max server memory (MB)');
+    -- The mean of the runnable tasks over the samples, to 0.001 (a sample is a whole number).
+    DECLARE @runnable_text nvarchar(20) =
+        CONVERT(nvarchar(20), CONVERT(decimal(12, 3), @runnable / (1.0 * NULLIF(@page_samples, 0))));
+    DECLARE @tempdb_files int =
+        (SELECT COUNT(*) FROM #files WHERE database_id = 2 AND type_desc = N'ROWS');
     -- @@VERSION's first line, commas made spaces (the row is still quoted if it needs it).
     DECLARE @version nvarchar(400) =
         LTRIM(RTRIM(REPLACE(REPLACE(REPLACE(
@@ -592,13 +684,21 @@ WHERE d.source LIKE ''index%'';';
            (1, 7, 'setting', N'version',              @version),
            (1, 8, 'setting', N'database',             @database),
            (1, 9, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id)),
-           (1, 11, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
+           (1, 13, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
 
     IF @memory_model IS NOT NULL
         INSERT INTO #out (grp, k, source, name, value)
         VALUES (1, 10, 'setting', N'sql_memory_model', @memory_model);
 
-    -- Latch, wait, spinlock, scheduler, counter, semaphore and index rows:
+    IF @runnable_text IS NOT NULL
+        INSERT INTO #out (grp, k, source, name, value)
+        VALUES (1, 11, 'setting', N'runnable_tasks', @runnable_text);
+
+    IF @tempdb_files > 0
+        INSERT INTO #out (grp, k, source, name, value)
+        VALUES (1, 12, 'setting', N'tempdb_data_files', CONVERT(nvarchar(20), @tempdb_files));
+
+    -- Latch, wait, spinlock, scheduler, counter, semaphore, index and file rows:
     -- those that moved (count or time different from zero, or for a spinlock
     -- its spins or backoffs), every scheduler, the counters and the semaphore.  Within a source,
     -- the largest time first; schedulers by id; counters in a fixed order.
@@ -624,8 +724,11 @@ WHERE d.source LIKE ''index%'';';
                                       WHEN 'index'     THEN 8
                                       WHEN 'index_tree'       THEN 9
                                       WHEN 'index_insert'     THEN 10
-                                      WHEN 'index_allocation' THEN 11
-                                      WHEN 'semaphore'        THEN 12 END) AS g (grp)
+                                      WHEN 'index_update'     THEN 11
+                                      WHEN 'index_allocation' THEN 12
+                                      WHEN 'semaphore'        THEN 13
+                                      WHEN 'file_write'       THEN 14
+                                      WHEN 'file_read'        THEN 15 END) AS g (grp)
     WHERE d.source IN ('scheduler', 'counter', 'semaphore')
        OR d.count <> 0
        OR d.time_ms <> 0
@@ -652,9 +755,16 @@ WHERE d.source LIKE ''index%'';';
     IF @names_note IS NOT NULL
         INSERT INTO #out (grp, k, raw) VALUES (8, 2147483647, @names_note);
 
+    IF @files_hidden > 0
+        INSERT INTO #out (grp, k, raw)
+        VALUES (14, 2147483647,
+                CONCAT(N'# the types of ', @files_hidden, N' database files could not be read (sys.master_files ',
+                       N'shows a file only with VIEW ANY DEFINITION, CREATE DATABASE or ALTER ANY DATABASE): ',
+                       N'their file_write and file_read rows are left out'));
+
     -- The page latch waiters seen in the page_samples samples, by page, most first (the 20 busiest pages).
     INSERT INTO #out (grp, k, source, name, count)
-    SELECT TOP (20) 13, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
+    SELECT TOP (20) 16, ROW_NUMBER() OVER (ORDER BY SUM(p.count) DESC, p.name), 'page', p.name, SUM(p.count)
     FROM #pages AS p
     GROUP BY p.name
     ORDER BY SUM(p.count) DESC, p.name;
@@ -697,8 +807,8 @@ BEGIN CATCH
         EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = STOP;');
     IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = @xe_session)
         EXEC (N'DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;');
-    DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
+    DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;
     THROW;
 END CATCH;
 
-DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #out;
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;

@@ -48,6 +48,13 @@ def acquires_and_batches(clue: Clue) -> tuple[float, float]:
 
 
 NOT_A_LATCH = "not a latch problem: look elsewhere"
+# What the diagnosis names when the top wait is not a latch's: each points where to look (see models.fitting.advice).
+HEALTHY = "nothing waits enough to be a problem"
+LOG_WRITES = "log writes (WRITELOG): the transaction log's write latency"
+PARALLELISM = "parallelism waits (CXPACKET, CXSYNC_PORT, CXSYNC_CONSUMER): the shape of parallel plans"
+PAGE_READS = "page reads (PAGEIOLATCH): data-file reads, I/O latency or too little memory"
+LOCK_WAITS = "lock waits (LCK_M_*): blocking between transactions, not latches"
+OTHER_WAIT = "another wait on top: no latch or memory-grant problem of this book"
 NO_MODEL = "recognised, but no model here covers it"  # a refusal that names nothing more specific
 
 
@@ -71,6 +78,13 @@ class FitError(ParameterError):
     """A snapshot that names a contention but whose counts its model cannot fit: missing, contradictory or beyond it."""
 
     kind = "cannot fit"
+
+
+class FitInputError(FitError):
+    """A fit asked for wrongly (a value assumed that the snapshot determines, a parameter the scenario lacks): bad
+    input, not an answer about the capture."""
+
+    kind = "bad input"
 
 
 def latch_family(wait_type: str) -> str | None:
@@ -131,6 +145,51 @@ SHARED_HANDOFF = ("the signal wait also holds time spent queued for a busy sched
 def shared_schedulers(sessions: int, schedulers: int) -> bool:
     """Whether woken sessions may queue for a scheduler (more of them than schedulers)."""
     return sessions > schedulers
+
+
+def runnable_delay_us(snap: Snapshot) -> tuple[float, str]:
+    """The time a woken task waits for a CPU (us), which every signal wait holds beside the wake-up, and how known.
+
+    From the ``runnable_tasks`` setting by Little's law (tasks waiting for a CPU over the rate tasks are switched
+    in, the schedulers' context switches); else from SOS_SCHEDULER_YIELD, whose whole wait is signal wait (a
+    yielding task goes straight to the runnable queue: Microsoft Learn, sys.dm_os_wait_stats); else 0, unknown.
+    """
+    switches = float(snap.table("scheduler")["count"].fillna(0).sum())
+    runnable = snap.setting("runnable_tasks")
+    if runnable is not None and switches > 0:
+        delay = float(runnable) * snap.interval_s * 1e6 / switches
+        return delay, (f"{float(runnable):,.2f} runnable tasks on average over {switches / snap.interval_s:,.0f} "
+                       f"context switches per second (Little's law): {delay:,.1f} us queued for a CPU per switch")
+    yields = snap.get("wait", "SOS_SCHEDULER_YIELD")
+    if yields > 0:
+        delay = snap.get("wait", "SOS_SCHEDULER_YIELD", "signal_time_ms") * 1000.0 / yields
+        return delay, f"SOS_SCHEDULER_YIELD's signal wait, {delay:,.1f} us per yield, is time queued for a CPU"
+    return 0.0, "the capture shows no CPU queueing (no runnable_tasks setting, no SOS_SCHEDULER_YIELD)"
+
+
+def feasible_handoff(customers: int, cycle_us: float, p_wait: float, handoff_us: float, queued_us: float
+                     ) -> tuple[float, str]:
+    """The hand-off per wait the repairman can charge to the latch, and what was left out of the signal wait.
+
+    A fair latch is owned but idle from its release to the next owner running, so the hand-offs alone must fit in
+    the time between acquires.  Where the whole signal wait does not fit, the part of it spent queued for a CPU
+    (``queued_us``, :func:`runnable_delay_us`) is charged to the CPU instead; where even the rest does not fit,
+    the hand-off is held at half the time between acquires and the signal wait's rest is left unexplained.
+    """
+    room = cycle_us / customers / max(min(p_wait, 1.0), 1e-12)  # hand-off per wait that would fill all the time
+    if handoff_us < 0.9 * room:
+        return handoff_us, ""
+    net = max(handoff_us - queued_us, 0.0)
+    if net < 0.9 * room:
+        return net, (f"the signal wait per wait, {handoff_us:,.1f} us, would keep the latch idle longer than the "
+                     f"{cycle_us / customers:,.1f} us between acquires: {queued_us:,.1f} us of it is CPU queueing "
+                     f"(charged to the CPU), so the latch's hand-off is taken as {net:,.1f} us")
+    held = 0.5 * room
+    return held, (f"the signal wait per wait, {handoff_us:,.1f} us, would keep the latch idle longer than the "
+                  f"{cycle_us / customers:,.1f} us between acquires even less the {queued_us:,.1f} us the capture "
+                  f"shows of CPU queueing: most of it is time the latch was not idle (other pages' waits, or CPU "
+                  f"queueing the capture does not show), and the hand-off is held at {held:,.1f} us; a capture "
+                  "with the runnable_tasks setting would say how much is CPU queueing")
 
 
 def closed_repairman(customers: int, cycle_us: float, wait_us: float, p_wait: float,
@@ -300,7 +359,11 @@ def closed_latch_core(snap: Snapshot, cls: str, customers: int,
     check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s,
                        snap.get("latch", cls, "max_time_ms"))
     wait = obs.wait_us / visits
-    hold, think = closed_repairman(customers, customers / visits_per_s * 1e6, wait, p, 0.0 if unfair else obs.handoff_us)
+    charged = 0.0
+    if not unfair:
+        charged, _ = feasible_handoff(customers, customers / visits_per_s * 1e6, p, obs.handoff_us,
+                                      runnable_delay_us(snap)[0])
+    hold, think = closed_repairman(customers, customers / visits_per_s * 1e6, wait, p, charged)
     how = (f"{customers} workers at {visits_per_s:,.0f} acquires/s go round a cycle of {customers / visits_per_s * 1e6:,.1f} us with "
            f"{wait:,.2f} us of latch wait per acquire and {p:.1%} of acquires finding the latch owned "
            f"({'spin collisions' if unfair else 'waits'}): exact MVA's repairman (arrival theorem) gives this hold, "
@@ -334,16 +397,6 @@ ALLOCATION_PAGES = "allocation-page contention (PFS, GAM, SGAM pages) in a user 
 UNPLACED_ALLOCATION = "allocation contention (tempdb or the captured database: page rows needed to say which)"
 WRONG_DATABASE = "page latch waits the capture cannot place: capture from the user database"
 GRANT_QUEUE = "a memory-grant queue (RESOURCE_SEMAPHORE) with no columnstore work: no model here"
-TEMPDB_ADVICE = ("the standard advice: several tempdb data files of equal size (they share the allocation "
-                 "pages' load), with trace flag 1118's whole-extent allocation, the default for tempdb since "
-                 "SQL Server 2016; on SQL Server 2019 and later, memory-optimized tempdb metadata "
-                 "(ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED TEMPDB_METADATA = ON) for system-table pages, "
-                 "and concurrent PFS updates, which remove most waits on PFS pages; on SQL Server 2022, concurrent "
-                 "GAM and SGAM updates too, so waits on a file's pages 2 and 3 should be rare there (Microsoft, "
-                 "System page latch concurrency enhancements, 2022); "
-                 "fewer temporary-object creations (seed 002, Poche, and his tempdb post it links, list the "
-                 "changes per version)")
-
 
 @dataclass(frozen=True)
 class WaitedPage:
@@ -399,16 +452,18 @@ def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
         if in_tempdb >= 0.5 * total:
             alloc = sum(p.waiters for p in tempdb if p.kind)
             top = tempdb[0]
+            kinds = {kind: sum(p.waiters for p in tempdb if p.kind == kind) for kind in ("PFS", "GAM", "SGAM")}
+            by_kind = ", ".join(f"{kind} pages {count / in_tempdb:.0%}" for kind, count in kinds.items() if count)
+            files = len({p.file_id for p in tempdb})
             seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters sampled during the capture were on tempdb's "
-                    f"pages (database 2), most on {top.database_id}:{top.file_id}:{top.page_id}"
-                    + (f", a {top.kind} page" if top.kind else ""))
+                    f"pages (database 2), over {files} file(s)" + (f": {by_kind}" if by_kind else "")
+                    + f"; the single page with the most was {top.database_id}:{top.file_id}:{top.page_id}"
+                    + (f" (a {top.kind} page)" if top.kind else "") + f", {top.waiters / in_tempdb:.0%} of them")
             if alloc >= 0.5 * in_tempdb:
                 raise Refusal([seen, "tempdb's allocation pages (PFS, GAM, SGAM) are latched by every session "
-                               "that creates temporary objects: not a user table's hot page, and no model here "
-                               "covers it", TEMPDB_ADVICE], name=TEMPDB_ALLOCATION)
+                               "that creates temporary objects: not a user table's hot page"], name=TEMPDB_ALLOCATION)
             raise Refusal([seen, "pages of tempdb that are not allocation pages are its system tables' "
-                           "(temporary-object metadata): not a user table's hot page, and no model here covers "
-                           "it", TEMPDB_ADVICE], name=TEMPDB_METADATA)
+                           "(temporary-object metadata): not a user table's hot page"], name=TEMPDB_METADATA)
         alloc = [p for p in pages if p.kind]
         if sum(p.waiters for p in alloc) >= 0.5 * total:
             top = alloc[0]
@@ -420,9 +475,9 @@ def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
     if top_wait == "PAGELATCH_UP":
         raise Refusal(["PAGELATCH_UP is the latch of allocation pages (PFS, GAM, SGAM): tempdb's, or a user "
                        "database's under heap inserts or many page splits, and the capture has no page rows to say "
-                       "which: capture again while it waits to see the pages; no model here covers either",
-                       "if the pages are tempdb's, " + TEMPDB_ADVICE, "if they are the captured database's: more "
-                       "data files of equal size spread the allocation pages' load"],
+                       "which: capture again while it waits to see the pages (the script's page rows)",
+                       "if they are the captured database's: more data files of equal size spread the allocation "
+                       "pages' load"],
                       name=UNPLACED_ALLOCATION)
 
 

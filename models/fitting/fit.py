@@ -38,9 +38,10 @@ import numpy as np
 
 import models
 from models.figures import FITTED, significant
+from models.fitting import advice
 from models.fitting import evidence as ev
 from models.fitting.capture import from_model
-from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, Point, Refusal, latch_family
+from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
 from models.fitting.snapshot import INTERVAL_S, Snapshot
 from models.params import ParameterError, shown
 from models.scenarios.base import Scenario
@@ -136,9 +137,11 @@ RECOGNISED = {
 class Diagnosis:
     """The dominant contention, the scenario that models it, and why."""
 
-    name: str               # NESTING_TRANSACTION_FULL, PAGELATCH, ..., or NOT_A_LATCH
+    name: str               # NESTING_TRANSACTION_FULL, PAGELATCH, ..., or what else is on top (LOG_WRITES, ...)
     scenario: str | None
     evidence: list[str]
+    advice: list[str] = field(default_factory=list)   # what to look at or change next, read off the capture
+    missing: list[str] = field(default_factory=list)  # the default sections and settings the capture lacks
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,10 @@ class Fit:
     level: float = LEVEL        # the ranges' nominal coverage
     half_width: float = 0.0     # the ranges' half-width in standard deviations: t quantile x INFLATION (0: none)
     misfit: list[str] = field(default_factory=list)  # counts the fitted model misses (its ranges widened to match)
+    background: list[str] = field(default_factory=list)  # the capture's counts that are the instance's other work
+    refusal: str = ""           # why no model was fitted although the diagnosis names one ("" when fitted)
+    advice: list[str] = field(default_factory=list)  # what to look at or measure next, from the capture
+    missing: list[str] = field(default_factory=list)  # the capture script's default sections the capture lacks
 
     @property
     def ranges(self) -> str:
@@ -283,13 +290,20 @@ def diagnose(snap: Snapshot) -> Diagnosis:
     scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in rank
     order.  A rule that recognises its family's pattern but has no model for
     it refuses (:class:`Refusal`): the diagnosis is then what the refusal
-    names, and no model is fitted.
+    names, and no model is fitted.  A top wait no rule claims is named with
+    where to look (:mod:`models.fitting.advice`).  Every diagnosis lists the
+    default sections the capture lacks.
     """
+    found = _diagnose(snap)
+    return dataclasses.replace(found, missing=advice.missing_sections(snap))
+
+
+def _diagnose(snap: Snapshot) -> Diagnosis:
     waits = _waits(snap)
     per_s = 1.0 / snap.interval_s
     if waits.empty:
-        return Diagnosis(NOT_A_LATCH, None, ["no wait other than idle ones, CPU queueing (SOS_SCHEDULER_YIELD) "
-                                             "and parallel coordination (CXCONSUMER) took any time"])
+        return Diagnosis(ev.HEALTHY, None, ["no wait other than idle ones, CPU queueing (SOS_SCHEDULER_YIELD) "
+                                            "and parallel coordination (CXCONSUMER) took any time"])
     top = waits.iloc[0]
     total = waits["time_ms"].sum()
     share = top["time_ms"] / total
@@ -298,9 +312,9 @@ def diagnose(snap: Snapshot) -> Diagnosis:
     schedulers = snap.setting("schedulers") or max(len(snap.table("scheduler")), 1)
     floor = MIN_WAIT_SHARE * schedulers * 1000.0  # ms of waiting per second
     if top["time_ms"] * per_s < floor:
-        return Diagnosis(NOT_A_LATCH, None, [lead, f"that is less than {MIN_WAIT_SHARE:.0%} of the {schedulers} "
-                                                   f"schedulers' time ({floor:,.0f} ms per second): nothing here "
-                                                   "waits enough to be the problem"])
+        return Diagnosis(ev.HEALTHY, None, [lead, f"that is less than {MIN_WAIT_SHARE:.0%} of the {schedulers} "
+                                                  f"schedulers' time ({floor:,.0f} ms per second): nothing here "
+                                                  "waits enough to be the problem"])
     family = latch_family(top["name"])
     cls, cls_line = _top_latch_class(snap) if family == "LATCH" else (None, "")
     clue = Clue(snap=snap, top_wait=str(top["name"]), family=family, latch_class=cls, lead=lead)
@@ -309,14 +323,21 @@ def diagnose(snap: Snapshot) -> Diagnosis:
         if family == "PAGELATCH":
             ev.page_latch_elsewhere(snap, clue.top_wait)  # tempdb and allocation pages, named before any rule
         for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
-            found = spec.diagnosis.claims(clue)
-            if found is not None:
-                return Diagnosis(spec.diagnosis.label, spec.name, evidence + found)
+            claimed = spec.diagnosis.claims(clue)
+            if claimed is not None:
+                return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed)
     except Refusal as refusal:
-        return Diagnosis(refusal.name, None, evidence + refusal.evidence)
+        told = []
+        if refusal.name in (ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.UNPLACED_ALLOCATION):
+            told = advice.tempdb_advice(snap)
+        elif refusal.name == ev.GRANT_QUEUE:
+            told = advice.grant_advice()
+        return Diagnosis(refusal.name, None, evidence + refusal.evidence, advice=told)
+    per_wait = top["time_ms"] / top["count"] if top["count"] else 0.0
+    name, said, told = advice.non_latch(snap, str(top["name"]), per_wait)
     others = ", ".join(waits["name"].head(3))
-    return Diagnosis(NOT_A_LATCH, None, [lead, f"the top waits ({others}) are not latch or memory-grant "
-                                               "waits, so no model here explains them"])
+    return Diagnosis(name, None, [lead, *said, f"the top waits are {others}: no model here explains them"],
+                     advice=told)
 
 
 # ----------------------------------------------------------------------------- sizing model runs
@@ -411,15 +432,15 @@ def assumed_setup(spec: Scenario, assume: dict[str, Any] | None) -> dict[str, An
     if assume is None:
         return spec.defaults()
     if not isinstance(assume, dict):
-        raise FitError(f"assume={shown(assume)} is not allowed: use a dict of parameter values, or None")
+        raise FitInputError(f"assume={shown(assume)} is not allowed: use a dict of parameter values, or None")
     setup = spec.defaults()
     for name, value in assume.items():
         try:
             setup[name] = spec.param(name).check(value)
         except KeyError:
-            raise FitError(f"assume names {name!r}, which is not a parameter of {spec.name}") from None
+            raise FitInputError(f"assume names {name!r}, which is not a parameter of {spec.name}") from None
         except ParameterError as err:
-            raise FitError(f"assume: {err}") from None
+            raise FitInputError(f"assume: {err}") from None
     return setup
 
 
@@ -435,6 +456,19 @@ def _replicate_snapshot(spec: Scenario, setup: dict[str, Any], params: dict[str,
 
 
 TOP_CLASS = "(the top latch class)"  # how count_rates names the non-buffer latch class with the most wait time
+HOT_INDEX = "(the hot index)"        # ... and the index with the most page latch waits, in every index source
+INDEX_SOURCES = ("index", "index_tree", "index_insert", "index_allocation", "index_update")
+# Counts that are the modelled mechanism's own: the top latch class's rows and the hot index's.  Every other count
+# (wait and spinlock statistics, the schedulers, the performance counters, the semaphores) is the instance's, where
+# other work adds to what the model explains: those are held one way only (see misfits).
+OWN = (f"latch {TOP_CLASS} ", f"xevent {TOP_CLASS} ", *(f"{source} {HOT_INDEX} " for source in INDEX_SOURCES))
+
+
+def hot_index(snap: Snapshot) -> str | None:
+    """The captured database's index with the most page latch waits (None: no index row has any)."""
+    index = snap.table("index")
+    index = index[index["count"].fillna(0) > 0]
+    return None if index.empty else str(index.sort_values(["count", "name"], ascending=[False, True]).iloc[0]["name"])
 
 
 def count_rates(snap: Snapshot) -> dict[str, float]:
@@ -442,14 +476,20 @@ def count_rates(snap: Snapshot) -> dict[str, float]:
     and the schedulers' busy time and context switches summed (the largest wait is left out: one event).
 
     The non-buffer latch class with the most wait time is named TOP_CLASS in its latch and extended-event
-    rows, so that a model that names its latch differently from the server is held to the class it models.
+    rows, and the index with the most page latch waits HOT_INDEX in every index row, so that a model that names
+    its latch or its table differently from the server is held to the class and the index it models.
     """
     per_s = 1.0 / snap.interval_s
     out: dict[str, float] = {}
     rows = snap.rows
     top, _ = _top_latch_class(snap)
+    hot = hot_index(snap)
     for row in rows[rows["source"] != "scheduler"].itertuples(index=False):
-        name = TOP_CLASS if top is not None and row.source in ("latch", "xevent") and row.name == top else row.name
+        name = row.name
+        if top is not None and row.source in ("latch", "xevent") and row.name == top:
+            name = TOP_CLASS
+        elif hot is not None and row.source in INDEX_SOURCES and row.name == hot:
+            name = HOT_INDEX
         for column in ("count", "time_ms", "signal_time_ms"):
             value = getattr(row, column, None)
             if value is not None and isinstance(value, (int, float, np.number)) and math.isfinite(value):
@@ -471,34 +511,57 @@ class Misfit:
 
 
 def misfits(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> list[Misfit]:
-    """The capture's counts its fitted model does not reproduce, worst first (empty: it reproduces them all).
+    """The capture's counts its fitted model does not reproduce, worst first (empty: it reproduces them all)."""
+    return compare(snap, model_snaps, scale)[0]
 
-    Every count the model's snapshots hold is held against the capture's: it disagrees when the two differ
-    by more than the t quantile of CHECK_LEVEL of the model snapshots' spread (scaled to the capture's
-    interval, plus the uncertainty of their mean), by more than CHECK_FLOOR of the model's, and by more than
-    CHECK_MIN_COUNT over the interval.  The counts the estimator used agree by construction; the others
-    (acquires per row, the other latch modes, the schedulers' CPU and switches, signal waits) test the model.
-    Counts in the capture that the model never writes (other workloads' waits) are not held against it.
+
+def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[list[Misfit], list[str]]:
+    """The counts the fitted model misses (worst first), and what of the capture is the instance's other work.
+
+    Every count the model's snapshots hold is held against the capture's: it differs when the two are further
+    apart than the t quantile of CHECK_LEVEL of the model snapshots' spread (scaled to the capture's interval,
+    plus the uncertainty of their mean), than CHECK_FLOOR of the model's, and than CHECK_MIN_COUNT over the
+    interval.  The mechanism's own counts (OWN) must agree both ways.  An instance-wide count may exceed the
+    model's, since other sessions add their waits, CPU, switches and transactions to it: that excess is
+    background, said as such; only a count below the model's contradicts it.  A source the capture has no row
+    of at all (no extended events, no scheduler rows) was not captured, and is not held against the model.
     """
     n = len(model_snaps)
     if n < 2:
-        return []
+        return [], []
     observed = count_rates(snap)
+    captured = set(snap.rows["source"])
     rates = [count_rates(m) for m in model_snaps]
     tq = t_quantile(n, CHECK_LEVEL)
     found: list[Misfit] = []
+    background: list[tuple[float, str]] = []
     for key in sorted(set().union(*rates)):
+        source = key.split(" ", 1)[0]
+        if source not in captured:
+            continue
         values = np.array([r.get(key, 0.0) for r in rates])
         mean, sd = float(values.mean()), float(np.std(values, ddof=1))
         seen = observed.get(key, 0.0)
         off = abs(seen - mean)
         band = tq * sd * math.sqrt(scale ** 2 + 1.0 / n)
-        if off > band and off > CHECK_FLOOR * abs(mean) and off * snap.interval_s > CHECK_MIN_COUNT:
-            share = off / abs(mean) if mean else math.inf
-            found.append(Misfit(share, f"{key}: {seen:,.4g} per second in the capture, {mean:,.4g} in the fitted "
-                                       f"model's snapshots ({share:.0%} off; their {CHECK_LEVEL:.1%} band is "
-                                       f"-/+ {band:,.3g})"))
-    return sorted(found, key=lambda m: -m.share)
+        if not (off > band and off > CHECK_FLOOR * abs(mean) and off * snap.interval_s > CHECK_MIN_COUNT):
+            continue
+        share = off / abs(mean) if mean else math.inf
+        if seen > mean and not key.startswith(OWN):
+            background.append((seen - mean, f"{key}: {seen:,.4g} per second in the capture, {mean:,.4g} in the "
+                                            f"fitted model: {1 - mean / seen:.0%} of it is other work"))
+            continue
+        found.append(Misfit(share, f"{key}: {seen:,.4g} per second in the capture, {mean:,.4g} in the fitted "
+                                   f"model's snapshots ({share:.0%} off; their {CHECK_LEVEL:.1%} band is "
+                                   f"-/+ {band:,.3g})"))
+    modelled = set().union(*rates)
+    waits = snap.table("wait")
+    others = waits[~waits["name"].isin(BENIGN) & (waits["time_ms"].fillna(0) > 0)
+                   & ~waits["name"].map(lambda w: f"wait {w} time_ms" in modelled)]
+    for row in others.sort_values("time_ms", ascending=False).head(4).itertuples(index=False):
+        background.append((0.0, f"wait {row.name}: {row.time_ms / snap.interval_s:,.4g} ms per second, which the "
+                                "model has none of: other work"))
+    return sorted(found, key=lambda m: -m.share), [text for _, text in sorted(background, key=lambda b: -b[0])]
 
 
 def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
@@ -539,16 +602,35 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
     return main
 
 
+def answer(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
+           assume: dict[str, Any] | None = None, progress: Callable[[float], None] | None = None) -> Fit:
+    """:func:`fit`, except that a capture its model cannot fit is an answer too: the diagnosis stands.
+
+    A FitError about the capture (a count that contradicts the model, one it lacks) comes back as a Fit with no
+    parameters and ``refusal`` saying which count and what would settle it; bad input (FitInputError, a
+    ParameterError) is still raised.
+    """
+    try:
+        return fit(snap, scenario=scenario, replicates=replicates, assume=assume, progress=progress)
+    except FitInputError:
+        raise
+    except FitError as err:
+        diagnosis = diagnose(snap)
+        name = diagnosis.scenario if scenario is None else scenario
+        return Fit(diagnosis, name, {}, [], snap.interval_s, 0.0, refusal=str(err),
+                   advice=[f"the {name} model was not fitted, so no what-if is given; the diagnosis above stands"])
+
+
 def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
              assume: dict[str, Any] | None = None, progress: Callable[[float], None] | None = None) -> Fit:
     """:func:`fit` under one value of every assumption."""
     if not isinstance(snap, Snapshot):
-        raise FitError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.fitting.snapshot.read or parse")
+        raise FitInputError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.fitting.snapshot.read or parse")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or not MIN_REPLICATES <= replicates <= 100:
-        raise FitError(f"replicates={shown(replicates)} is out of range: use an integer from {MIN_REPLICATES} to 100 "
+        raise FitInputError(f"replicates={shown(replicates)} is out of range: use an integer from {MIN_REPLICATES} to 100 "
                        "(the refits whose spread gives each range)")
     if progress is not None and not callable(progress):
-        raise FitError(f"progress={shown(progress)} is not allowed: use a function of the fraction done, or None")
+        raise FitInputError(f"progress={shown(progress)} is not allowed: use a function of the fraction done, or None")
     diagnosis = diagnose(snap)
     name = diagnosis.scenario if scenario is None else scenario
     if name is None:
@@ -559,7 +641,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
     point = _estimator(spec, snap, setup)
     refused = sorted(set(given) & set(point.fitted))
     if refused:
-        raise FitError(f"assume gives {', '.join(refused)}, which the fit estimates from the snapshot: assume only "
+        raise FitInputError(f"assume gives {', '.join(refused)}, which the fit estimates from the snapshot: assume only "
                        "what the snapshot does not determine")
     base, clipped = _estimates(spec, point)
     start, window = replicate_window(point, snap.interval_s, spec)
@@ -642,7 +724,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
             fitted_now = dict(base, **{pname: e.estimate for pname, e in params.items() if e.basis == "fitted"})
             check_snaps = [_replicate_snapshot(spec, setup, fitted_now, REPLICATE_SEED + replicates + k,
                                                point.rate_per_s, start, window) for k in range(replicates)]
-        missed = misfits(snap, check_snaps, scale)
+        missed, background = compare(snap, check_snaps, scale)
         named = "; ".join(m.text for m in missed[:3]) + (f" (and {len(missed) - 3} more)" if len(missed) > 3 else "")
         if missed and missed[0].share > MISFIT_REFUSED and not clipped:  # a clipped fit says so already
             guesses = [u["param"] for u in undetermined]
@@ -668,4 +750,5 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
                     e, low=low, high=high, how=e.how + f"; widened to at least -/+ {widen:.0%}: the fitted model "
                                                        f"misses the capture's {missed[0].text.split(':')[0]} by that much")
     return Fit(diagnosis, name, params, undetermined, snap.interval_s, point.rate_per_s, reps, scale,
-               caveats=list(point.caveats), setup=given, level=LEVEL, half_width=half_sd, misfit=misfit)
+               caveats=list(point.caveats), setup=given, level=LEVEL, half_width=half_sd, misfit=misfit,
+               background=background if rep_snaps else [])

@@ -58,6 +58,12 @@ SOURCES: dict[str, str] = {
                     "(rows inserted at the leaf level)",
     "index_allocation": "sys.dm_db_index_operational_stats: name schema.table.index, count leaf_allocation_count "
                         "(leaf pages allocated: page splits, new pages at the end of the index included)",
+    "index_update": "sys.dm_db_index_operational_stats: name schema.table.index, count leaf_update_count "
+                    "(rows updated in place at the leaf level)",
+    "file_write": "sys.dm_io_virtual_file_stats, one row per database file: name db_id:file_id:ROWS or "
+                  "db_id:file_id:LOG, count num_of_writes, time_ms io_stall_write_ms",
+    "file_read": "sys.dm_io_virtual_file_stats: name db_id:file_id:ROWS or db_id:file_id:LOG, count num_of_reads, "
+                 "time_ms io_stall_read_ms",
     "page": "sys.dm_os_waiting_tasks at the two reads and, in captures that give page_samples, once a second "
             "between them: name db_id:file_id:page_id, count the tasks seen waiting on that page's latch over all "
             "the samples (samples, not a difference)",
@@ -74,10 +80,15 @@ SETTINGS: dict[str, str] = {
     "database": "the database whose indexes and Transactions/sec the capture read (text)",
     "database_id": "that database's id (DB_ID(): 1 master, 2 tempdb, 3 model, 4 msdb, 5 and up user databases)",
     "sql_memory_model": "sys.dm_os_sys_info sql_memory_model_desc (text): CONVENTIONAL, LOCK_PAGES or LARGE_PAGES",
+    "runnable_tasks": "the runnable tasks (sys.dm_os_schedulers runnable_tasks_count summed over the visible online "
+                      "schedulers), averaged over the same samples as the page rows: workers waiting for a CPU",
+    "tempdb_data_files": "tempdb's data files (sys.master_files of database 2, type ROWS)",
     "page_samples": "how many samples of sys.dm_os_waiting_tasks the page rows add up (one a second, both reads "
                     "included; an older capture without it sampled the two reads only)",
 }
 TEXT_SETTINGS = ("version", "database", "sql_memory_model")
+FLOAT_SETTINGS = ("interval_s", "runnable_tasks")  # the settings that need not be whole numbers
+MAX_TEMPDB_FILES = 32_767  # a database's files are numbered by a smallint
 MAX_DATABASE_ID = 32_767  # DB_ID() is a smallint
 MAX_PAGE_SAMPLES = 86_400  # one a second over the capture script's longest interval (86,399 s), both reads included
 # The database ids of the system databases (DB_ID() on any instance).
@@ -357,12 +368,9 @@ def _check_counts(where: str, line: int, row: dict[str, Any], interval_s: float)
 
 def _check_consistent(where: str, frame: pd.DataFrame, interval_s: float) -> None:
     """Rows that contradict each other, as InconsistentSnapshot naming them: the fit's shares would pass 100%."""
-    timed = frame[frame["source"].isin(["wait", "latch"])]
-    untimed = timed[(timed["count"].fillna(0) == 0) & (timed["time_ms"].fillna(0) > 0)]
-    if len(untimed):
-        row = untimed.iloc[0]
-        raise InconsistentSnapshot(f"{where}: {row['source']} {row['name']} has time_ms={row['time_ms']:g} but "
-                                   "count=0; waiting time comes from waits, so the count is missing or wrong")
+    # A wait or latch row may have time and no count: sys.dm_os_wait_stats counts a wait when it starts and adds its
+    # time when it ends (Microsoft Learn, sys.dm_os_wait_stats, waiting_tasks_count and wait_time_ms), so a long
+    # wait begun before the first read and ended before the second adds time with no count.
     waits = frame[frame["source"] == "wait"]
     over = waits[waits["signal_time_ms"].fillna(0) > waits["time_ms"].fillna(0) + 0.001]
     if len(over):
@@ -422,6 +430,11 @@ def _setting(where: str, line: int, name: str, cell: str) -> Any:
     if name == "interval_s":
         return value
     low, high = setting_range(name)
+    if name in FLOAT_SETTINGS:
+        if not low <= value <= high:
+            raise OutOfRange(f"{where} line {line}: setting {name}={shown(cell)} is out of range: use a number from "
+                             f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
+        return value
     if not value.is_integer() or not low <= value <= high:
         raise OutOfRange(f"{where} line {line}: setting {name}={shown(cell)} is out of range: use a whole number from "
                          f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
@@ -437,4 +450,8 @@ def setting_range(name: str) -> tuple[int, int]:
         return 0, MAX_DATABASE_ID
     if name == "page_samples":
         return 0, MAX_PAGE_SAMPLES
+    if name == "tempdb_data_files":
+        return 1, MAX_TEMPDB_FILES
+    if name == "runnable_tasks":  # at most every session waits for a CPU
+        return 0, MAX_SESSIONS
     return 0, {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, "request_dop": MAX_DOP, "sessions": MAX_SESSIONS}[name]

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.calibration import WAKEUP_BAND_US
 from models.fitting.fit import MIN_REPLICATES, TARGET_VISITS, Fit, FitError
 from models.fitting.fit import fit as refit_at
 from models.fitting.fit import sized, t_quantile
@@ -250,62 +249,123 @@ def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:
     return text + " (the fit used them: agreement here shows only that it converged)"
 
 
-def handoff_band(fit: Fit, snap: Snapshot, change: str | None = None,
-                 value: float | None = None) -> dict[str, tuple[float, float]]:
-    """Each change's gain over now, lowest and highest, with the fit redone at each end of the wake-up band.
+@dataclass(frozen=True)
+class BandGain:
+    """A change's gain over now at each end of one band of an assumed value (None: the fit refused that end)."""
 
-    Where the fit assumed the wake-up (more sessions than schedulers: the signal wait mixes the wake-up with
-    queueing for a busy scheduler), the capture fixes what the hand-off and the fitted costs add up to, not how
-    they divide; a gain that depends on the division is shown as the range over WAKEUP_BAND_US.  Empty when the
-    wake-up was fitted or read.  A band end the fit refuses is left out, and said so under the key "".
-    With ``change`` (and its ``value``), only that change.
+    param: str
+    low: float
+    high: float
+    gain_low: float | None
+    gain_high: float | None
+    measure: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"param": self.param, "low": self.low, "high": self.high, "gain_low": self.gain_low,
+                "gain_high": self.gain_high, "measure": self.measure}
+
+    def __str__(self) -> str:
+        def end(value: float, gain: float | None) -> str:
+            return f"x{gain:.2f} at {value:g}" if gain is not None else f"not fitted at {value:g} (the capture rules it out)"
+        return f"over {self.param} {self.low:g} to {self.high:g}: {end(self.low, self.gain_low)}, {end(self.high, self.gain_high)}"
+
+    @property
+    def gains(self) -> list[float]:
+        return [g for g in (self.gain_low, self.gain_high) if g is not None]
+
+
+HELPS = 1.05  # a gain above this everywhere in the bands "helps"; below 1 / HELPS everywhere, "hurts"
+
+
+def _band_model(fit: Fit, snap: Snapshot, param: str, value: float) -> tuple[dict[str, Any], float] | None:
+    """The fitted model redone with ``param`` assumed at ``value``: its parameters and visit rate (None: refused).
+
+    Only the estimator is rerun (no replicates): a band end moves the estimates by far more than their spread.
     """
-    wake = fit.params.get("wakeup_us")
-    if fit.scenario is None or wake is None or wake.basis != "assumed":
+    from models.fitting.fit import _estimates, _estimator, assumed_setup
+
+    spec = models.get_scenario(fit.scenario)
+    try:
+        setup = assumed_setup(spec, dict(fit.setup, **{param: value}))
+        point = _estimator(spec, snap, setup)
+        values, _ = _estimates(spec, point)
+    except ParameterError:
+        return None
+    return dict(setup, **values), point.rate_per_s
+
+
+def gain_bands(fit: Fit, snap: Snapshot, change: str | None = None, value: float | None = None) -> list[BandGain]:
+    """Each band's ends (Scenario.bands, where the fit assumed the value): the change's gain over now at each.
+
+    With ``change`` only that change; without, every change of the scenario (then ``gains`` holds them by name:
+    see :func:`band_table`).
+    """
+    return [b for b in band_table(fit, snap, value).get(change, [])] if change else []
+
+
+def band_table(fit: Fit, snap: Snapshot, value: float | None = None) -> dict[str, list[BandGain]]:
+    """Every change's BandGain for every band that applies, by change name (the fits at each end shared)."""
+    if fit.scenario is None or snap is None:
         return {}
     spec = models.get_scenario(fit.scenario)
-    seconds = run_seconds(fit)
-    gains: dict[str, list[float]] = {}
-    refused = []
-    for wakeup in WAKEUP_BAND_US:
-        try:
-            again = refit_at(snap, scenario=fit.scenario, assume=dict(fit.setup, wakeup_us=wakeup),
-                             replicates=MIN_REPLICATES)
-        except FitError:
-            refused.append(wakeup)
-            continue
-        base = again.model_params()
-        now, _ = _run(spec, base, again.rate_per_s, seconds)
-        for each in (spec.changes if change is None else [c for c in spec.changes if c.name == change]):
-            why = each.unless(base) if each.unless else ""
-            if why or now <= 0:
+    seconds = run_seconds(fit) / 2.0  # the ends move the gain by far more than half the run's noise
+    out: dict[str, list[BandGain]] = {}
+    for band in spec.bands:
+        held = fit.params.get(band.param)
+        if held is not None and held.basis != "assumed":
+            continue  # the capture gave this value: no band
+        ends: dict[float, dict[str, float] | None] = {}
+        for end in (band.low, band.high):
+            redone = _band_model(fit, snap, band.param, end)
+            if redone is None:
+                ends[end] = None
                 continue
-            try:
-                after, _ = _run(spec, dict(base, **each.sets(base, value)), again.rate_per_s, seconds)
-            except ParameterError:
-                continue
-            gains.setdefault(each.name, []).append(after / now)
-    band = {name: (min(values), max(values)) for name, values in gains.items()}
-    if refused:
-        band[""] = (min(refused), max(refused))
-    return band
+            base, rate = redone
+            now, _ = _run(spec, base, rate, seconds)
+            gains = {}
+            for each in spec.changes:
+                why = each.unless(base) if each.unless else ""
+                if why or now <= 0:
+                    continue
+                try:
+                    after, _ = _run(spec, dict(base, **each.sets(base, value)), rate, seconds)
+                except ParameterError:
+                    continue
+                gains[each.name] = after / now
+            ends[end] = gains
+        for each in spec.changes:
+            low, high = ends[band.low], ends[band.high]
+            out.setdefault(each.name, []).append(BandGain(
+                band.param, band.low, band.high, None if low is None else low.get(each.name),
+                None if high is None else high.get(each.name), band.measure))
+    return out
 
 
-def gain_band(fit: Fit, snap: Snapshot, prediction: Prediction, value: float | None = None
-              ) -> tuple[float, float] | None:
-    """``prediction``'s gain over the wake-up band (:func:`handoff_band`), its own gain included; None without one."""
-    return _holding(handoff_band(fit, snap, prediction.change, value).get(prediction.change), prediction.ratio)
+def verdict(ratio: float, bands: list[BandGain]) -> str:
+    """Whether a change helps across every band, hurts across them, or depends on one (and how to measure it)."""
+    gains = [ratio, *[g for b in bands for g in b.gains]] if math.isfinite(ratio) else [g for b in bands for g in b.gains]
+    if not gains:
+        return "no gain could be computed"
+    if not bands:
+        return "no assumed value is banded for this fit"
+    if min(gains) > HELPS:
+        return f"helps across the whole band (x{min(gains):.2f} to x{max(gains):.2f})"
+    if max(gains) < 1.0 / HELPS:
+        return f"hurts across the whole band (x{min(gains):.2f} to x{max(gains):.2f})"
+    swing = max(bands, key=lambda b: (max(b.gains) - min(b.gains)) if b.gains else -1.0)
+    return (f"depends on {swing.param}: x{min(gains):.2f} to x{max(gains):.2f} over the bands; measure it with "
+            f"{swing.measure}")
 
 
 def _holding(ends: tuple[float, float] | None, ratio: float) -> tuple[float, float] | None:
-    """The band's ends widened to hold the book's wake-up's own gain ``ratio`` (the band is over both)."""
+    """The bands' ends widened to hold the fit's own gain ``ratio`` (the band is over both)."""
     if not ends or not math.isfinite(ratio):
         return ends
     return min(ends[0], ratio), max(ends[1], ratio)
 
 
 def _row(change: str, what: str, throughput: Range | None, wait: Range | None, now: Range | None, unit: str,
-         note: str, band: tuple[float, float] | None = None) -> dict[str, Any]:
+         note: str, band: tuple[float, float] | None = None, judged: str = "") -> dict[str, Any]:
     nan = math.nan
     return {"change": change, "what": what,
             "band_low": band[0] if band else nan, "band_high": band[1] if band else nan,
@@ -314,7 +374,7 @@ def _row(change: str, what: str, throughput: Range | None, wait: Range | None, n
             "throughput_high": throughput.high if throughput else nan,
             "vs_now": throughput.estimate / now.estimate if throughput and now and now.estimate > 0 else nan,
             "wait_ms_per_s": wait.estimate if wait else nan, "wait_low": wait.low if wait else nan,
-            "wait_high": wait.high if wait else nan, "unit": unit, "note": note}
+            "wait_high": wait.high if wait else nan, "unit": unit, "note": note, "verdict": judged}
 
 
 def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
@@ -333,14 +393,11 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
     if held:
         notes.append(f"every range is too narrow: replicates of {', '.join(held)} beyond the model's range were "
                      "held at its bounds")
-    band = handoff_band(fit, snap) if snap is not None else {}
-    if band:
-        lo, hi = WAKEUP_BAND_US
-        notes.append(f"the wake-up is assumed ({fit.params['wakeup_us'].estimate:g} us): the band column refits the "
-                     f"capture at {lo:g} and {hi:g} us and gives each change's gain at both")
-    if "" in band:
-        notes.append(f"at a wake-up of {band[''][0]:g} us the fit refuses the capture, so that end of the band is left "
-                     "out")
+    bands = band_table(fit, snap) if snap is not None else {}
+    banded = sorted({b.param for each in bands.values() for b in each})
+    if banded:
+        notes.append(f"the band columns redo the fit at both ends of what the capture cannot tell ({', '.join(banded)}) "
+                     "and give each change's gain over all of them")
     rows = [_row("now", "the fitted model, unchanged", now[0], now[1], now[0], unit(spec), "; ".join(notes))]
     for change in spec.changes:
         try:
@@ -348,7 +405,10 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
         except ParameterError as err:  # the change would take the fitted model out of its range
             rows.append(_row(change.name, change.what, None, None, None, unit(spec), f"not modelled: {err}"))
             continue
+        mine = bands.get(change.name, [])
+        gains = [g for b in mine for g in b.gains]
         rows.append(_row(prediction.change, prediction.what, prediction.throughput, prediction.wait_ms_per_s,
                          prediction.now_throughput, prediction.unit, prediction.note,
-                         _holding(band.get(change.name), prediction.ratio)))
+                         _holding((min(gains), max(gains)) if gains else None, prediction.ratio),
+                         verdict(prediction.ratio, mine) if mine else ""))
     return pd.DataFrame(rows)

@@ -99,6 +99,21 @@ class Change:
     unless: Callable[[dict[str, Any]], str] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Band:
+    """An assumed value no capture can tell, and the range a fit's what-ifs are redone over.
+
+    ``param`` is the parameter, ``low`` and ``high`` the ends of what is plausible, ``what`` what the value is
+    and ``measure`` the measurement that would settle it.  A band applies only where the fit assumed the value.
+    """
+
+    param: str
+    low: float
+    high: float
+    what: str
+    measure: str
+
+
 _REQUIRED: Any = object()  # a fact's default only so that a forgotten one is named by Scenario, not by dataclasses
 
 
@@ -128,6 +143,8 @@ class Scenario:
     # (assumed choice parameter, fitted parameter) pairs: no counter shows the choice, yet it moves that fitted value
     # beyond its range, so the fit gives the range as the union of its fits under each of the choice's values.
     range_over: tuple[tuple[str, str], ...] = ()
+    # What no capture can tell (the wake-up, the hold's split, the log flush): every what-if is redone at both ends.
+    bands: tuple[Band, ...] = ()
 
     def __post_init__(self) -> None:
         missing = [fact.name for fact in fields(self) if getattr(self, fact.name) is _REQUIRED]
@@ -147,6 +164,10 @@ class Scenario:
         for name in self.size_params + tuple(c.param for c in self.changes if c.param):
             if name not in names:
                 raise ScenarioError(f"scenario {self.name!r} names {name!r}, which is not one of its parameters")
+        for band in self.bands:
+            if band.param not in names or not band.low < band.high:
+                raise ScenarioError(f"scenario {self.name!r}: band {band.param!r} must name one of its parameters and "
+                                    "have low < high")
         for choice, fitted in self.range_over:
             if choice not in names or fitted not in names or self.param(choice).choices is None:
                 raise ScenarioError(f"scenario {self.name!r}: range_over pairs ({choice!r}, {fitted!r}) must be a "

@@ -56,7 +56,8 @@ from models.engine.program import (
 from models.fitting import evidence
 from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
 from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.calibration import WAKEUP_BAND_US
+from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import IndexSpec, LatchSpec, Workload, simulate
 
 PAGE_ROW_BYTES = 8_096   # an 8,192-byte page less its 96-byte header
@@ -347,16 +348,30 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
     obs = evidence.latch_obs(snap, "BUFFER", "PAGELATCH")
+    index = snap.table("index").sort_values("count", ascending=False)
+    instance = ex + snap.get("wait", "PAGELATCH_SH")
+    if len(index) and 0 < index.iloc[0]["count"] < 0.999 * instance:
+        # Other work waited on other pages too (the wait statistics are the instance's): the hot index's own row
+        # (sys.dm_db_index_operational_stats) holds the inserts' waits, EX in the instance's proportion.
+        ex *= float(index.iloc[0]["count"]) / instance
+        wait_us = float(index.iloc[0]["time_ms"]) * 1000.0
     evidence.check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
-    hold, _ = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, obs.handoff_us)
+    charged, charged_how = evidence.feasible_handoff(sessions, sessions / visits_per_s * 1e6, p, obs.handoff_us,
+                                                     evidence.runnable_delay_us(snap)[0])
+    hold, _ = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, charged)
     per_page = rows_per_page(setup["row_bytes"])
     work = hold - setup["new_page_us"] / per_page
     queue = wait_us / (snap.interval_s * 1e6)  # workers waiting on a page latch, on average
     cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
     before = cpu_row - hold - setup["alloc_us"] / per_page - setup["context_switch_us"] * (1 + p)
-    think = sessions / visits_per_s * 1e6 - wait - cpu_row - setup["log_flush_us"] / setup["batch_rows"]
+    flush_us, flush_how = setup["log_flush_us"], ""
+    if snap.get("wait", "WRITELOG") > 0:  # the commit's flush, as the capture measured it (the instance's commits)
+        flush_us = snap.get("wait", "WRITELOG", "time_ms") * 1000.0 / snap.get("wait", "WRITELOG")
+        flush_how = (f"WRITELOG's {snap.get('wait', 'WRITELOG', 'time_ms'):,.0f} ms over "
+                     f"{snap.get('wait', 'WRITELOG'):,.0f} waits: the commit's flush per call")
+    think = sessions / visits_per_s * 1e6 - wait - cpu_row - flush_us / setup["batch_rows"]
     how = (f"{sessions} sessions at {visits_per_s:,.0f} rows/s ({calls:,.0f} transactions), {wait:,.1f} us of page latch wait "
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: some rows wait twice, and the page is seldom free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us, {work:,.1f} us less the new page's share "
@@ -371,8 +386,10 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                                "the splits' own latch holds (a trace of page splits)"),
                "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
                                 "WRITELOG's wait time per transaction")}
+    if flush_how:
+        del assumed["log_flush_us"]
     schedulers, sched_how = evidence.schedulers(snap)
-    model = dict(setup, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0),
+    model = dict(setup, sessions=sessions, schedulers=schedulers, cpu_before_us=max(before, 0.0), log_flush_us=flush_us,
                  think_us=max(think, 0.0))
     # The row's work is assumed and the queue's cost fitted, whatever the load: a snapshot shows their sum, and a
     # light load (no queue) gives a cost of 0, which the model then has to reproduce like any other.
@@ -384,11 +401,16 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
         f"model itself inserts {visits_per_s:,.0f} rows/s (without any, {at_zero:,.0f})")
     assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
                                "a batched insert's time per row (many rows in one call)")
-    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how),
-                "key": ("identity", "waits on one index's last page: an ascending key")}
+    hot = snap.table("index").sort_values("count", ascending=False)
+    named = f"waits on one index's last page ({hot.iloc[0]['name']}): an ascending key" if len(hot) else \
+        "waits on one index's last page: an ascending key"
+    settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how), "key": ("identity", named)}
+    if flush_how:
+        settings["log_flush_us"] = (flush_us, flush_how)
     switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
-    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=_caveats(snap, calls))
+    caveats = _caveats(snap, calls) + ([charged_how] if charged_how else [])
+    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats)
 
 
 CALIBRATION_SEED = 1         # the model runs queue_cost makes: one fixed seed, so a fit is a pure function of its input
@@ -568,4 +590,15 @@ SCENARIO = Scenario(
     diagnosis=DiagnosisRule(label="PAGELATCH", looks_like="PAGELATCH_EX, half of the instance's on one index of the "
                             "captured user database", rank=2, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
+    bands=(
+        Band(param="cpu_under_us", low=2.0, high=40.0,
+             what="the row's own work under the leaf latch (the rest of the hold is the queue's cost)",
+             measure="a batched insert's time per row (many rows in one call, as Poche's 500-row test)"),
+        Band(param="wakeup_us", low=WAKEUP_BAND_US[0], high=WAKEUP_BAND_US[1],
+             what="the wake-up of a waiter handed the latch",
+             measure="a capture with no more sessions than schedulers, or a trace of Windows context switches"),
+        Band(param="log_flush_us", low=9.4, high=1_000.0,
+             what="the commit's log flush per call",
+             measure="WRITELOG's wait time per wait in the capture (or io_stall_write_ms per write of the log file)"),
+    ),
 )

@@ -39,7 +39,8 @@ from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
 from models.fitting import evidence
 from models.fitting.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.calibration import WAKEUP_BAND_US
+from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload
 
 CHUNK_BYTES = 8_000        # Randal: a version is appended in chunks of at most 8,000 bytes
@@ -284,4 +285,12 @@ SCENARIO = Scenario(
                     sets=lambda fitted, given: {"versioning": "off"}),),
     # The CPU's spread moves the fitted hold by about 1.6% (chapter 9's misspecification trips), beyond its range.
     range_over=(("cpu_dist", "hold_us"),),
+    bands=(
+        Band(param="wakeup_us", low=WAKEUP_BAND_US[0], high=WAKEUP_BAND_US[1],
+             what="the wake-up of a waiter handed the latch",
+             measure="a capture with no more connections than schedulers, or a trace of Windows context switches"),
+        Band(param="new_page_us", low=5.0, high=80.0,
+             what="the extra hold of an append that starts a new version-store page",
+             measure="a latch hold-time trace (no DMV splits the hold)"),
+    ),
 )

@@ -176,7 +176,7 @@ def whatif_shown(table: pd.DataFrame, under: dict[str, Any] | None = None) -> pd
     ``under`` (:func:`cpu_under_summary`) adds the span of each gain over the values of the assumed work under the
     latch at which the fit stands; the changes it did not run say so."""
     banded = "band_low" in table and table["band_low"].notna().any()
-    band = ({"× now, wake-up 1 to 30 µs": [f"{lo:.2f} to {hi:.2f}" if lo == lo else "" for lo, hi
+    band = ({"× now, over the bands": [f"{lo:.2f} to {hi:.2f}" if lo == lo else "" for lo, hi
                                            in zip(table["band_low"], table["band_high"])]} if banded else {})
     if under is not None:
         label = f"× now, work under the latch {under['standing_low']:g} to {under['standing_high']:g} µs"
