@@ -20,8 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS_S = {"fit": 10.0, "whatif": 30.0}
-CAPTURES = ["book/data/example_snapshot.csv", "tests/captures/hot_page_sales_no_xevents.csv",
-            "tests/captures/hot_page_cpu_queueing.csv", "tests/captures/version_store_background.csv"]
+CAPTURES = ["book/data/example_snapshot.csv", "book/data/dba_capture.csv", "tests/captures/hot_page_cpu_queue.csv",
+            "tests/captures/version_store_40_on_24.csv", "tests/captures/parallel_insert_nesting.csv",
+            "tests/captures/writelog_bound.csv"]
 
 
 def timed(args: list[str]) -> tuple[float, float]:

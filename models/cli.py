@@ -309,10 +309,14 @@ def fit_text(f: Any, width: int | None = None, with_diagnosis: bool = True) -> s
         return head
     lines.append("what the estimates assume of the capture:")
     lines += [f"  - {c}" for c in f.caveats]
-    lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters):")
+    banded = any(e.band_low is not None for e in f.params.values())
+    lines.append(f"parameters (estimate, then low to high; from {f.interval_s:,.4g} s of counters"
+                 + ("; then the span over the bands of what no capture tells" if banded else "") + "):")
     lines.append(f"  ({f.ranges})")
     rows = [(name, _number_text(e.estimate, e.unit),
              "" if e.low == e.high else f"{_number_text(e.low, '')} to {_number_text(e.high, e.unit)}",
+             *([f"band {_number_text(e.band_low, '')} to {_number_text(e.band_high, e.unit)}"
+                if e.band_low is not None else ""] if banded else []),
              f"{e.basis}, CLIPPED" if e.clipped else e.basis, e.how)
             for name, e in f.params.items() if e.basis != "assumed"]
     lines += columns(rows, width)

@@ -41,6 +41,8 @@ from models.fitting.capture import from_model  # noqa: E402
 from models.fitting.snapshot import Snapshot, parse  # noqa: E402
 
 OUT = ROOT / "tests" / "captures"
+# Chapter 9 walks through this one capture: it is written to the book's data too, the same bytes.
+BOOK_CAPTURE = ("hot_page_busy_instance", ROOT / "book" / "data" / "dba_capture.csv")
 COMMAND = ".venv/bin/python scripts/make_captures.py"
 
 # The hot-page chapter's calibration of Poché's test (book/data/example_snapshot.csv's header), 1,000 rows a session.
@@ -149,7 +151,7 @@ def corpus() -> list[Capture]:
         "other databases, an availability group replica, SQL Server 2022", ("PAGELATCH",), "last-page-insert",
         True, "PAGELATCH_EX",
         Background(database="RetailDB", database_id=6, index_name="Sales.InvoiceLines.PK_InvoiceLines",
-                   version=SQL_2022, other_sessions=150, other_cpu_share=0.25, other_batches_per_s=6_000.0,
+                   version=SQL_2022, other_sessions=150, other_database_sessions=10, other_cpu_share=0.25, other_batches_per_s=6_000.0,
                    other_transactions_per_s=800.0, maxdop=8, other_request_dop=8,
                    other_waits=dict(OLTP_WAITS, WRITELOG=(900.0, 0.6), PAGEIOLATCH_SH=(150.0, 3.0)),
                    runnable_delay_ms=0.1, idle_waits=dict(IDLE_WAITS, **AG_IDLE_WAITS),
@@ -170,7 +172,7 @@ def corpus() -> list[Capture]:
         "work yielding 15,000 times a second", ("APPEND_ONLY_STORAGE_INSERT_POINT",), "version-store", True,
         "LATCH_EX",
         Background(database="BankDB", database_id=5, index_name="dbo.Accounts.PK_Accounts",
-                   updates_index="dbo.Accounts.PK_Accounts", other_sessions=30, other_cpu_share=0.3,
+                   updates_index="dbo.Accounts.PK_Accounts", other_sessions=30, other_database_sessions=4, other_cpu_share=0.3,
                    other_batches_per_s=3_000.0, other_transactions_per_s=2_000.0, other_waits=vs_waits,
                    runnable_delay_ms=0.15, commits_per_log_write=30.0, tempdb_data_files=8),
         seed=2005, source=Model("version-store", dict(version_book.SETUP, connections=40, schedulers=24,
@@ -183,7 +185,7 @@ def corpus() -> list[Capture]:
         "of statements reads, SQL Server 2022", ("APPEND_ONLY_STORAGE_INSERT_POINT",), "version-store", True,
         "LATCH_EX",
         Background(database="InventoryDB", database_id=9, index_name="dbo.Stock.PK_Stock",
-                   updates_index="dbo.Stock.PK_Stock", version=SQL_2022, other_sessions=25, other_cpu_share=0.4,
+                   updates_index="dbo.Stock.PK_Stock", version=SQL_2022, other_sessions=25, other_database_sessions=3, other_cpu_share=0.4,
                    other_batches_per_s=2_500.0, other_transactions_per_s=1_500.0, other_waits=vs_waits,
                    runnable_delay_ms=0.25, commits_per_log_write=30.0),
         seed=2006, source=Model("version-store", dict(version_book.SETUP, connections=32, schedulers=16,
@@ -195,7 +197,7 @@ def corpus() -> list[Capture]:
         "schedulers, an availability group replica", ("APPEND_ONLY_STORAGE_INSERT_POINT",), "version-store", True,
         "LATCH_EX",
         Background(database="ClaimsDB", database_id=14, index_name="dbo.Claims.PK_Claims",
-                   updates_index="dbo.Claims.PK_Claims", other_sessions=40, other_cpu_share=0.2,
+                   updates_index="dbo.Claims.PK_Claims", other_sessions=40, other_database_sessions=2, other_cpu_share=0.2,
                    other_batches_per_s=2_000.0, other_transactions_per_s=500.0,
                    other_waits=dict(vs_waits, SOS_SCHEDULER_YIELD=(14_000.0, 0.0)), runnable_delay_ms=0.1,
                    idle_waits=dict(IDLE_WAITS, **AG_IDLE_WAITS), commits_per_log_write=30.0,
@@ -473,6 +475,8 @@ def write(capture: Capture) -> float:
     truth = json.dumps(sidecar(capture), indent=2, sort_keys=False) + "\n"
     OUT.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(OUT / f"{capture.name}.csv", text.encode("utf-8"))
+    if capture.name == BOOK_CAPTURE[0]:
+        write_bytes_atomic(BOOK_CAPTURE[1], text.encode("utf-8"))
     write_bytes_atomic(OUT / f"{capture.name}.truth.json", truth.encode("utf-8"))
     return time.monotonic() - began
 

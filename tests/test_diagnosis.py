@@ -359,8 +359,10 @@ def test_the_capture_script_prints_the_runnable_tasks_and_tempdbs_data_files_as_
     printed = {int(k): name for k, name in re.findall(r"\(1, (\d+), 'setting', N'(\w+)'", sql)}
     assert len(printed) == len(re.findall(r"\(1, \d+, 'setting', N'", sql))  # no two settings share a k
     assert [printed[k] for k in sorted(printed)] == [
-        "interval_s", "schedulers", "maxdop", "sessions", "request_dop", "max_server_memory_mb", "version",
-        "database", "database_id", "sql_memory_model", "runnable_tasks", "tempdb_data_files", "page_samples"]
+        "interval_s", "schedulers", "maxdop", "sessions", "database_sessions", "database_cpu_ms", "request_dop",
+        "max_server_memory_mb", "version", "database", "database_id", "sql_memory_model", "runnable_tasks",
+        "tempdb_data_files", "page_samples"]
+    assert list(SETTINGS) == [printed[k] for k in sorted(printed)]  # the format's order is the script's
     assert set(printed.values()) <= set(SETTINGS) and "runnable_tasks" in FLOAT_SETTINGS
     # runnable_tasks: sampled in the same once-a-second loop as the page rows, over the visible online schedulers
     start = sql.index("WHILE @second <= @interval_s")
@@ -374,6 +376,16 @@ def test_the_capture_script_prints_the_runnable_tasks_and_tempdbs_data_files_as_
     assert "FROM sys.master_files AS mf" in sql
     assert "(SELECT COUNT(*) FROM #files WHERE database_id = 2 AND type_desc = N'ROWS')" in sql
     assert sql.index("FROM sys.master_files AS mf") < sql.index("WHILE @snap <= 2")
+
+
+def test_the_capture_script_reads_the_captured_databases_sessions_and_their_cpu():
+    """database_sessions counts the sessions among `sessions` in @database; database_cpu_ms is their
+    sys.dm_exec_sessions cpu_time between the reads, a session new since the first read counted from 0."""
+    sql = " ".join(capture_script().split())
+    assert "@database_sessions = COUNT(CASE WHEN s.database_id = @database_id THEN 1 END)" in sql
+    assert "INSERT INTO #cpu (session_id, login_time, cpu_time) SELECT s.session_id, s.login_time, s.cpu_time" in sql
+    assert "LEFT JOIN #cpu AS c ON c.session_id = s.session_id AND c.login_time = s.login_time" in sql
+    assert sql.count("s.database_id = @database_id") == 3  # the sessions, and the CPU at both reads
 
 
 def test_the_capture_script_prints_the_file_io_and_index_update_rows():
@@ -408,7 +420,7 @@ def test_the_capture_script_prints_the_file_io_and_index_update_rows():
         "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page"]
     assert len(set(groups.values())) == len(groups) and set(groups) == set(SOURCES) - {"setting"}
     # The file types' table is dropped wherever the others are, and the rows left out for want of a type are said.
-    assert sql.count("DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;") == 3
+    assert sql.count("DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #cpu, #out;") == 3
     assert "their file_write and file_read rows are left out" in sql
 
 

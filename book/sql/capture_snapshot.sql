@@ -10,8 +10,9 @@ WHAT IT DOES
     The format is the one models/fitting/snapshot.py defines: the header line, the
     settings of the capture, then one row per DMV row that moved:
 
-        setting    interval_s, schedulers, maxdop, sessions, request_dop, max_server_memory_mb, version,
-                   database, database_id, sql_memory_model, runnable_tasks, tempdb_data_files, page_samples
+        setting    interval_s, schedulers, maxdop, sessions, database_sessions, database_cpu_ms,
+                   request_dop, max_server_memory_mb, version, database, database_id, sql_memory_model,
+                   runnable_tasks, tempdb_data_files, page_samples
         latch      sys.dm_os_latch_stats
         wait       sys.dm_os_wait_stats
         spinlock   sys.dm_os_spinlock_stats
@@ -35,7 +36,11 @@ WHAT IT DOES
     runnable_tasks_count summed over the visible online schedulers
     (sys.dm_os_schedulers): the workers waiting for a CPU.  tempdb_data_files
     is the count of tempdb's data files (sys.master_files, database 2, ROWS),
-    read once before the first read.
+    read once before the first read.  database_sessions counts the sessions
+    among `sessions` whose current database is @database, and
+    database_cpu_ms is the CPU those sessions used between the reads
+    (sys.dm_exec_sessions cpu_time): the workload apart from the rest of the
+    instance, which the fit charges its counts to.
 
     Counts and times are differences over the interval (second read minus
     first).  max_time_ms is NOT the interval's: it is the DMV's own maximum
@@ -45,8 +50,8 @@ WHAT IT DOES
     SOS_SCHEDULER_YIELD, ...) included: the fit filters them itself.
 
     The wait, latch, spinlock, scheduler and file rows, Batch Requests/sec,
-    the sessions and runnable_tasks are the whole instance's; Transactions/sec
-    and the index rows are @database's.  The fit says so where it charges the
+    the sessions and runnable_tasks are the whole instance's; Transactions/sec,
+    database_sessions, database_cpu_ms and the index rows are @database's.  The fit says so where it charges the
     former to one workload.
 
 WHAT IT NEEDS
@@ -163,6 +168,8 @@ DECLARE @snap       tinyint = 1;            -- which snapshot the loop below is 
 DECLARE @t1         datetime2(7);           -- when the first snapshot was taken
 DECLARE @t2         datetime2(7);           -- when the second snapshot was taken
 DECLARE @sessions   int = 0;                -- user sessions that ran a request during the interval
+DECLARE @database_sessions int = 0;         -- ... of them, those whose current database is @database
+DECLARE @database_cpu_ms bigint = 0;        -- the CPU those sessions used between the two reads (ms)
 DECLARE @dop        int = 0;                -- the largest dop of the user requests seen at either read
 DECLARE @seen       int;                    -- one read's largest dop
 DECLARE @target     xml;                    -- the histogram target's data
@@ -176,10 +183,15 @@ DECLARE @files_hidden int = 0;              -- database files whose type could n
 -------------------------------------------------------------------------------
 -- Working tables
 -------------------------------------------------------------------------------
-DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #cpu, #out;
 
 -- Both snapshots, one row per DMV row: the DMV's columns under the CSV's
 -- column names (NULL where the source has no such column).
+CREATE TABLE #cpu (                         -- @database's user sessions' CPU at the first read
+    session_id     smallint      NOT NULL,
+    login_time     datetime      NOT NULL,
+    cpu_time       int           NOT NULL
+);
 CREATE TABLE #snap (
     snap           tinyint       NOT NULL,  -- 1: first snapshot, 2: second
     source         varchar(16)   NOT NULL,  -- latch, wait, spinlock, scheduler, counter, semaphore, index...
@@ -522,13 +534,32 @@ WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = @database_id A
         -- At the second read: the user sessions that started a request during the interval, or have one now.
         -- A session that loops with time away from the server between its requests counts too, which a
         -- count of the requests running at one instant would miss.
+        -- Those in @database too (sys.dm_exec_sessions.database_id, the session's current database): the
+        -- workload whose indexes the capture reads, apart from the other work on the instance.
         IF @snap = 2
-            SELECT @sessions = COUNT(*)
+            SELECT @sessions = COUNT(*),
+                   @database_sessions = COUNT(CASE WHEN s.database_id = @database_id THEN 1 END)
             FROM sys.dm_exec_sessions AS s
             WHERE s.is_user_process = 1
               AND s.session_id <> @@SPID
               AND (s.last_request_start_time >= @t1
                    OR EXISTS (SELECT 1 FROM sys.dm_exec_requests AS r WHERE r.session_id = s.session_id));
+
+        -- The CPU of @database's user sessions: sys.dm_exec_sessions.cpu_time (ms, since each session's login,
+        -- updated as its requests run) at each read; a session's use is the second value less the first, and a
+        -- session that logged in between the reads (not in #cpu with the same login_time) counts from 0.
+        IF @snap = 1
+            INSERT INTO #cpu (session_id, login_time, cpu_time)
+            SELECT s.session_id, s.login_time, s.cpu_time
+            FROM sys.dm_exec_sessions AS s
+            WHERE s.is_user_process = 1 AND s.session_id <> @@SPID AND s.database_id = @database_id;
+        ELSE
+            SELECT @database_cpu_ms = ISNULL(SUM(CASE WHEN s.cpu_time >= ISNULL(c.cpu_time, 0)
+                                                      THEN s.cpu_time - ISNULL(c.cpu_time, 0) END), 0)
+            FROM sys.dm_exec_sessions AS s
+            LEFT JOIN #cpu AS c
+              ON c.session_id = s.session_id AND c.login_time = s.login_time
+            WHERE s.is_user_process = 1 AND s.session_id <> @@SPID AND s.database_id = @database_id;
 
         -- Per index of @database (summed over partitions): its page latch
         -- waits, their part on non-leaf pages (tree_), the rows inserted and
@@ -679,24 +710,26 @@ WHERE d.source LIKE ''index%'';';
            (1, 2, 'setting', N'schedulers',           CONVERT(nvarchar(20), @schedulers)),
            (1, 3, 'setting', N'maxdop',               CONVERT(nvarchar(20), @maxdop)),
            (1, 4, 'setting', N'sessions',             CONVERT(nvarchar(20), @sessions)),
-           (1, 5, 'setting', N'request_dop',          CONVERT(nvarchar(20), @dop)),
-           (1, 6, 'setting', N'max_server_memory_mb', CONVERT(nvarchar(20), @max_memory_mb)),
-           (1, 7, 'setting', N'version',              @version),
-           (1, 8, 'setting', N'database',             @database),
-           (1, 9, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id)),
-           (1, 13, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
+           (1, 5, 'setting', N'database_sessions',    CONVERT(nvarchar(20), @database_sessions)),
+           (1, 6, 'setting', N'database_cpu_ms',      CONVERT(nvarchar(20), @database_cpu_ms)),
+           (1, 7, 'setting', N'request_dop',          CONVERT(nvarchar(20), @dop)),
+           (1, 8, 'setting', N'max_server_memory_mb', CONVERT(nvarchar(20), @max_memory_mb)),
+           (1, 9, 'setting', N'version',              @version),
+           (1, 10, 'setting', N'database',             @database),
+           (1, 11, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id)),
+           (1, 15, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
 
     IF @memory_model IS NOT NULL
         INSERT INTO #out (grp, k, source, name, value)
-        VALUES (1, 10, 'setting', N'sql_memory_model', @memory_model);
+        VALUES (1, 12, 'setting', N'sql_memory_model', @memory_model);
 
     IF @runnable_text IS NOT NULL
         INSERT INTO #out (grp, k, source, name, value)
-        VALUES (1, 11, 'setting', N'runnable_tasks', @runnable_text);
+        VALUES (1, 13, 'setting', N'runnable_tasks', @runnable_text);
 
     IF @tempdb_files > 0
         INSERT INTO #out (grp, k, source, name, value)
-        VALUES (1, 12, 'setting', N'tempdb_data_files', CONVERT(nvarchar(20), @tempdb_files));
+        VALUES (1, 14, 'setting', N'tempdb_data_files', CONVERT(nvarchar(20), @tempdb_files));
 
     -- Latch, wait, spinlock, scheduler, counter, semaphore, index and file rows:
     -- those that moved (count or time different from zero, or for a spinlock
@@ -807,8 +840,8 @@ BEGIN CATCH
         EXEC (N'ALTER EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER STATE = STOP;');
     IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = @xe_session)
         EXEC (N'DROP EVENT SESSION [capture_snapshot_latch_acquired] ON SERVER;');
-    DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;
+    DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #cpu, #out;
     THROW;
 END CATCH;
 
-DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #out;
+DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #cpu, #out;

@@ -468,27 +468,32 @@ class SnapshotPanel:
         self.status.value = f"<p>fitting {html.escape(name)}…</p>"
         start = time.perf_counter()
         try:
-            fit = fitting.fit(your_server.load(source), progress=lambda x: self._progress(name, x))
-            table = whatif.table(fit) if fit.scenario else None
+            snap = your_server.load(source)
+            fit = fitting.answer(snap, progress=lambda x: self._progress(name, x))
+            table = whatif.table(fit, snap) if fit.params else None
         except models.ParameterError as err:
             kind = getattr(err, "kind", "")
             self.status.value = _error_html(f"{name}: {kind + ': ' if kind else ''}{err}")
             return
-        with self.output:
-            display(charts.text_table(pd.DataFrame([{"evidence": e} for e in fit.diagnosis.evidence + fit.caveats]),
-                                      f"Diagnosis: {fit.diagnosis.name}"
+        with self.output:  # the diagnosis first: it stands whether or not a model is fitted
+            display(charts.text_table(your_server.diagnosis_frame(fit.diagnosis), f"Diagnosis: {fit.diagnosis.name}"
                                       + (f" (the {fit.scenario} model)" if fit.scenario else "")))
-            if fit.scenario:
+            if fit.refusal:
+                display(charts.text_table(pd.DataFrame([{"why no model was fitted": fit.refusal}]), "No model fitted"))
+            if fit.params:
+                display(charts.text_table(your_server.attribution_frame(fit), "What the fit charged to the workload"))
                 display(charts.text_table(your_server.params_frame(fit), "The fitted model"))
                 if fit.undetermined:
                     display(charts.text_table(your_server.undetermined_frame(fit), "What this snapshot cannot determine"))
                 rows = your_server.whatif_frame(table)
                 if len(rows):
+                    display(charts.text_table(your_server.whatif_shown(rows), "What each change would buy"))
                     display(charts.whatif_chart(rows, title="What each change would buy",
                                                 caption="Each dot is the fitted model's throughput after the change "
                                                         "over its throughput now; the bar is its range."))
-        self.status.value = (f"<p>{html.escape(name)}: {html.escape(fit.diagnosis.name)}, fitted in "
-                             f"{_duration(time.perf_counter() - start)}</p>")
+        self.status.value = (f"<p>{html.escape(name)}: {html.escape(fit.diagnosis.name)}, "
+                             + ("fitted" if fit.params else "no model fitted")
+                             + f" in {_duration(time.perf_counter() - start)}</p>")
 
     def _progress(self, name: str, done: float) -> None:
         self.status.value = f"<p>fitting {html.escape(name)}: replicates {done:.0%}</p>"

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import re
 
+from typing import TYPE_CHECKING
+
 from models.fitting import evidence as ev
 from models.fitting.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The sections the capture script writes by default (book/sql/capture_snapshot.sql), and what each tells the fit.
 DEFAULT_SECTIONS = {
@@ -38,7 +43,50 @@ def missing_sections(snap: Snapshot) -> list[str]:
     """The default sections and settings this capture lacks, each with what it would have told."""
     out = [f"no {source} rows ({what})" for source, what in DEFAULT_SECTIONS.items() if not snap.has(source)]
     out += [f"no {name} setting ({what})" for name, what in DEFAULT_SETTINGS.items() if snap.setting(name) is None]
+    if snap.setting("version") and ev.sql_version(snap.setting("version")) is None:
+        out.append(f"a version the fit does not know ({str(snap.setting('version'))[:60]}): it reads SQL Server 2016 "
+                   "to 2025 (13.x to 17.x), so what depends on the version is left undetermined")
     return out
+
+
+SECOND_SHARE = 0.25   # another ranked wait with this share of the ranked wait time is a problem of its own
+CPU_PRESSURE = 1.0    # runnable tasks per scheduler at or above this: work queues for CPUs
+
+
+def also_on_top(snap: Snapshot, waits: "pd.DataFrame", top: str) -> list[str]:
+    """Other problems the capture shows beside the top wait: another ranked wait with SECOND_SHARE of the ranked
+    time or more (named with where to look), and CPU pressure (runnable tasks per scheduler)."""
+    out = []
+    total = float(waits["time_ms"].sum())
+    for row in waits.itertuples(index=False):
+        if row.name == top or total <= 0 or row.time_ms < SECOND_SHARE * total:
+            continue
+        per_wait = row.time_ms / row.count if row.count else 0.0
+        name, _, told = non_latch(snap, str(row.name), per_wait)
+        where = _log_owner(snap) if row.name == "WRITELOG" else ""
+        out.append(f"also on top: {row.name} holds {row.time_ms / total:.0%} of the ranked wait time "
+                   f"({per_wait:,.2f} ms a wait), a problem of its own ({name}){where}; {told[0]}")
+    schedulers = snap.setting("schedulers") or len(snap.table("scheduler"))
+    runnable = snap.setting("runnable_tasks")
+    if runnable is not None and schedulers and runnable / schedulers >= CPU_PRESSURE:
+        out.append(f"also: CPU pressure: {runnable:,.1f} tasks waited for a CPU on average over {schedulers} "
+                   f"schedulers ({runnable / schedulers:,.1f} each): every wait ends in a queue for the CPU; look at "
+                   "the queries with the most CPU (sys.dm_exec_query_stats total_worker_time) before the latch")
+    return out
+
+
+def _log_owner(snap: Snapshot) -> str:
+    """Which database's log is slow, from the file_write rows: the LOG file with the longest stall per write."""
+    rows = snap.table("file_write")
+    rows = rows[rows["name"].str.upper().str.endswith(":LOG") & (rows["count"].fillna(0) > 0)]
+    if rows.empty:
+        return ""
+    per_write = rows["time_ms"].fillna(0) / rows["count"]
+    worst = rows.loc[per_write.idxmax()]
+    db_id = str(worst["name"]).split(":")[0]
+    mine = snap.setting("database_id")
+    whose = "the captured database's" if mine is not None and db_id == str(mine) else f"database {db_id}'s"
+    return f"; {whose} log file is the slowest, {per_write.max():,.1f} ms a write (sys.dm_io_virtual_file_stats)"
 
 
 def stall_per_io(snap: Snapshot, source: str, kind: str) -> tuple[float, float] | None:
@@ -118,18 +166,25 @@ def tempdb_advice(snap: Snapshot) -> list[str]:
         out.append("the capture does not say how many data files tempdb has (setting tempdb_data_files): Microsoft's "
                    "guidance is one per logical processor up to 8, of equal size, then 4 more at a time")
     version = ev.sql_version(snap.setting("version"))
-    if version is not None and version.year >= 2019:
-        out.append(f"{version.year} updates PFS pages concurrently under a shared latch, so heavy waits on PFS "
-                   "pages are unexpected there")
+    pages = [p for p in ev.waited_pages(snap) if p.database_id == ev.TEMPDB_ID]
+    waiters = sum(p.waiters for p in pages)
+    share = {kind: sum(p.waiters for p in pages if p.kind == kind) / waiters if waiters else 0.0
+             for kind in ("PFS", "GAM", "SGAM")}
+    if version is not None and version.year >= 2019 and share["PFS"] >= 0.2:
+        out.append(f"{share['PFS']:.0%} of tempdb's waiters were on PFS pages, which SQL Server 2019 and later "
+                   "update concurrently: unexpected on this version, so check that the tempdb files are of equal "
+                   "size and that nothing turned the feature off")
+    if version is not None and version.year >= 2022 and share["GAM"] + share["SGAM"] >= 0.2:
+        out.append(f"{share['GAM'] + share['SGAM']:.0%} of tempdb's waiters were on GAM or SGAM pages, which SQL "
+                   "Server 2022 updates concurrently: unexpected on this version")
     if version is None or version.year >= 2019:
-        out.append(("on SQL Server 2019 and later" if version is None else f"on {version.year}")
-                   + ", waits on tempdb's system-table pages are what memory-optimized tempdb metadata removes "
-                   "(ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED TEMPDB_METADATA = ON, then a restart); 2019 "
-                   "also updates PFS pages concurrently, and 2022 GAM and SGAM pages too (Microsoft Learn, tempdb "
-                   "database)")
+        out.append("waits on tempdb's system-table pages (metadata) are what memory-optimized tempdb metadata "
+                   "removes on SQL Server 2019 and later (ALTER SERVER CONFIGURATION SET MEMORY_OPTIMIZED "
+                   "TEMPDB_METADATA = ON, then a restart) (Microsoft Learn, tempdb database)")
     else:
-        out.append(f"{version.year} has trace flag 1118's whole-extent allocation as tempdb's default (since 2016), "
-                   "but neither concurrent PFS updates nor memory-optimized tempdb metadata (both 2019)")
+        out.append(f"SQL Server {version.year} has trace flag 1118's whole-extent allocation as tempdb's default "
+                   "(since 2016), but neither concurrent PFS updates nor memory-optimized tempdb metadata (both "
+                   "2019)")
     out.append("fewer temporary-object creations help on every version: cached temporary tables (no DDL after "
                "creation, no named constraints) skip most of the metadata and allocation work")
     return out

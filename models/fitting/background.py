@@ -80,7 +80,8 @@ BUFFER_WAITS = ("PAGELATCH_", "PAGEIOLATCH_")   # wait types sys.dm_os_latch_sta
 MAX_PAGE_ROWS = 20                              # the capture script keeps the 20 busiest pages
 COUNTERS = (BATCHES, TRANSACTIONS, VERSION_KB, ROWGROUPS_COMPRESSED, DELTA_ROWGROUPS_CREATED)  # the script's order
 # The capture script's output order: settings, then one group per source (book/sql/capture_snapshot.sql).
-SETTING_ORDER = ("interval_s", "schedulers", "maxdop", "sessions", "request_dop", "max_server_memory_mb", "version",
+SETTING_ORDER = ("interval_s", "schedulers", "maxdop", "sessions", "database_sessions", "database_cpu_ms",
+                 "request_dop", "max_server_memory_mb", "version",
                  "database", "database_id", "sql_memory_model", "runnable_tasks", "tempdb_data_files", "page_samples")
 SOURCE_ORDER = ("latch", "wait", "spinlock", "xevent", "scheduler", "counter", "index", "index_tree", "index_insert",
                 "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page")
@@ -113,6 +114,10 @@ class Background:
     # --- the other work on the instance
     other_sessions: int = 0
     """User sessions of other work, added to the sessions setting."""
+    other_database_sessions: int = 0
+    """How many of those are in the captured database, added to the database_sessions setting too."""
+    other_database_cpu_share: float = 0.0
+    """The share of other work's CPU that those sessions used, added to the database_cpu_ms setting too."""
     other_cpu_share: float = 0.0
     """Other work's CPU as a share of the schedulers' capacity, added to each scheduler row (capped at the interval)."""
     other_switches_per_cpu_ms: float = 2.0
@@ -326,9 +331,19 @@ def _total_ms(rng: np.random.Generator, waits: float, mean_ms: float) -> float:
     return float(rng.gamma(waits, mean_ms)) if waits > 0 and mean_ms > 0 else 0.0
 
 
-def _delay_model_waits(rows: _Rows, delay_ms: float) -> None:
+def _delay_model_waits(rows: _Rows, delay_ms: float, budget_ms: float | None = None) -> None:
     """The run's own waiters queue for a CPU too: each wait gains ``delay_ms`` of wait and signal time, and the
-    latch and index rows that count the same waits gain as much."""
+    latch and index rows that count the same waits gain as much.
+
+    The sessions cannot wait longer than the interval: with ``budget_ms`` (sessions times the interval) the delay
+    is cut so that the run's waits stay within 95% of it, as a server's would (its sessions would wait less
+    elsewhere, which an overlay cannot show).
+    """
+    if budget_ms is not None:
+        waited = sum(rows.get("wait", n, "time_ms") for n in rows.names("wait"))
+        waits = sum(rows.get("wait", n) for n in rows.names("wait"))
+        if waits > 0:
+            delay_ms = min(delay_ms, max(0.95 * budget_ms - waited, 0.0) / waits)
     buffer_ms = latch_ms = 0.0
     for name in rows.names("wait"):
         count = rows.get("wait", name)
@@ -368,6 +383,8 @@ def _rename(rows: _Rows, settings: dict[str, Any], bg: Background) -> None:
     if bg.maxdop is not None:
         settings["maxdop"] = bg.maxdop
     settings["request_dop"] = max(int(settings.get("request_dop") or 0), bg.other_request_dop)
+    if "sessions" in settings:  # the script counts the captured database's sessions apart (sys.dm_exec_sessions)
+        settings["database_sessions"] = int(settings["sessions"]) + bg.other_database_sessions
     if "sessions" in settings or bg.other_sessions:
         settings["sessions"] = int(settings.get("sessions") or 0) + bg.other_sessions
         if settings["sessions"] > setting_range("sessions")[1]:
@@ -537,6 +554,38 @@ def _pages(rows: _Rows, rng: np.random.Generator, bg: Background, interval_s: fl
         rows.add("page", page, count=count)
 
 
+DATABASES = ("SalesDB", "OrdersDB", "BankDB", "InventoryDB", "TicketsDB", "ClaimsDB", "RetailDB", "LedgerDB")
+TABLES = ("dbo.Sales.PK_Sales", "Orders.OrderLine.PK_OrderLine", "dbo.Accounts.PK_Accounts",
+          "Sales.InvoiceLines.PK_InvoiceLines", "dbo.TicketEvents.PK_TicketEvents", "dbo.Stock.PK_Stock",
+          "audit.Events.CIX_Events", "dbo.Ledger.PK_Ledger")
+VERSIONS = (SQL_2016, SQL_2017_CU13, SQL_2019, SQL_2022)
+
+
+def draw_background(rng: np.random.Generator, *, updates: bool = False, interval_s: float = 60.0) -> Background:
+    """A busy instance drawn at random for the realistic coverage study: the DBA's names, other work's sessions,
+    CPU, batches, transactions and waits, CPU queueing, no extended events.
+
+    The other work's sessions in the captured database stay few (up to 5), as do its CPU there, since the
+    capture's database_sessions and database_cpu_ms are what the fit reads; ``updates`` names an index the
+    run's transactions update (the version store's).  A wait begun before the first read lasts up to 3% of
+    ``interval_s``, as one of a few seconds does in the capture script's default minute.
+    """
+    table = str(rng.choice(TABLES))
+    waits = {"WRITELOG": (float(rng.uniform(0, 500)), float(rng.uniform(0.3, 2.0))),
+             "PAGEIOLATCH_SH": (float(rng.uniform(0, 100)), float(rng.uniform(1.0, 5.0))),
+             "ASYNC_NETWORK_IO": (float(rng.uniform(0, 200)), float(rng.uniform(0.5, 2.0))),
+             "SOS_SCHEDULER_YIELD": (float(rng.uniform(0, 15_000)), 0.0)}
+    return Background(
+        database=str(rng.choice(DATABASES)), database_id=int(rng.integers(5, 40)), index_name=table,
+        version=str(rng.choice(VERSIONS)), other_sessions=int(rng.integers(0, 150)),
+        other_database_sessions=int(rng.integers(0, 6)), other_database_cpu_share=float(rng.uniform(0.0, 0.05)),
+        other_cpu_share=float(rng.uniform(0.0, 0.4)), other_batches_per_s=float(rng.uniform(0, 5_000)),
+        other_transactions_per_s=float(rng.uniform(0, 1_000)), other_waits=waits,
+        runnable_delay_ms=float(rng.uniform(0.0, 0.3)), delay_model_waits=bool(rng.random() < 0.3),
+        updates_index=table if updates else None,
+        long_waits={"LCK_M_U": float(rng.uniform(0, 30.0 * interval_s))} if rng.random() < 0.5 else {})
+
+
 def with_background(snap: Snapshot, background: Background, seed: int) -> Snapshot:
     """``snap`` as a DBA's capture of a busy instance would show it: the background's work, waits, names and
     files laid over it (the same inputs give the same snapshot)."""
@@ -550,14 +599,19 @@ def with_background(snap: Snapshot, background: Background, seed: int) -> Snapsh
     if bg.drop_xevents:
         rows.drop("xevent")
     if bg.delay_model_waits and bg.runnable_delay_ms > 0:
-        _delay_model_waits(rows, bg.runnable_delay_ms)
+        sessions = snap.settings.get("sessions")
+        _delay_model_waits(rows, bg.runnable_delay_ms, sessions * interval_s * 1000.0 if sessions else None)
     _rename(rows, settings, bg)
+    model_cpu_ms = sum(rows.get("scheduler", n, "time_ms") for n in rows.names("scheduler"))
     ended, page_latch_ms = _other_waits(rows, rng, bg, interval_s)
     for name in rows.names("xevent"):  # every wait is an acquire: the session counts other work's acquires too
         if name == "BUFFER":
             rows.add("xevent", name, count=float(rng.poisson(bg.other_buffer_acquires_per_s * interval_s)))
         rows.rows[("xevent", name)]["count"] = max(rows.get("xevent", name), rows.get("latch", name))
     _schedulers(rows, rng, bg, interval_s, ended)
+    if "sessions" in snap.settings:  # the captured database's sessions' CPU (sys.dm_exec_sessions cpu_time)
+        other_cpu_ms = sum(rows.get("scheduler", n, "time_ms") for n in rows.names("scheduler")) - model_cpu_ms
+        settings["database_cpu_ms"] = int(round(model_cpu_ms + bg.other_database_cpu_share * other_cpu_ms))
     _counters(rows, rng, bg, interval_s)
     _files(rows, rng, bg, interval_s)
     samples = int(round(interval_s)) + 1

@@ -6,7 +6,8 @@ the model at those values would hold (:func:`models.fitting.capture.from_model`,
 with a seed of its own), fits it with the scenario named and every other
 parameter assumed at its true value (the setup being fitted), and records for
 each fitted parameter whether its [low, high] holds the true value
-(:func:`round_trip`).  :func:`summary` counts them: a 95% range that holds the
+(:func:`round_trip`), and whether its span over the bands of what no capture tells holds it
+(``band_covered``).  :func:`summary` counts them: a 95% range that holds the
 truth in far fewer than 95 of 100 trips is not a 95% range.  It counts too the
 trips whose ranges the fit widened because its model missed a count
 (``widened``): on a capture of the model itself, that is a false alarm.
@@ -33,10 +34,11 @@ from models.fitting.evidence import FitError
 from models.params import ParameterError
 
 STUDY_SEED = 20_261_125  # the draws of true values: trip k uses numpy's generator seeded [STUDY_SEED, k]
+UNKNOWN_SEED = 20_261_128  # ... and of the values the fit is not told (draw_unknown): [UNKNOWN_SEED, k]
 TRIP_COLUMNS = ["scenario", "trip", "seed", "parameter", "true", "estimate", "low", "high", "covered",
-                "half_width_rel", "clipped", "widened", "refused"]
+                "half_width_rel", "clipped", "widened", "refused", "band_low", "band_high", "band_covered"]
 SUMMARY_COLUMNS = ["scenario", "parameter", "trips", "refused", "widened", "fitted", "covered", "coverage",
-                   "median_half_width_rel", "level", "replicates", "seconds_per_trip"]
+                   "median_half_width_rel", "level", "replicates", "seconds_per_trip", "band_coverage"]
 
 
 def fitted_names(scenario: str, base: dict[str, Any], window: dict[str, float]) -> list[str]:
@@ -74,9 +76,13 @@ def _snapshot(scenario: str, params: dict[str, Any], window: dict[str, float]):
 TrueValues = dict[str, Callable[[dict[str, Any]], float]]
 
 
+Dress = Callable[[Any, int], Any]  # (a model's snapshot, trip seed) -> the capture a DBA's busy server would give
+
+
 def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], seed: int, names: list[str],
                replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None,
-               assume_instead: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+               assume_instead: dict[str, Any] | None = None, dress: Dress | None = None,
+               unknown: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One round trip's rows: for each fitted parameter its true value, estimate, range and whether it holds.
 
     The snapshot is the model at ``truth`` with ``seed``; the fit names the scenario and assumes every
@@ -85,12 +91,21 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
     the value it acts with, as a function of every parameter's true value.  A refused fit is one row with
     the reason in ``refused``.  ``assume_instead`` gives values the fit assumes in place of the true ones (a
     misspecified fit: the snapshot written with one CPU distribution, say, and fitted assuming another).
+    ``dress`` lays a busy server's background over the snapshot (a realistic capture); the fit then diagnoses
+    it itself, and a diagnosis of another scenario is a refusal that says so.  ``unknown`` names parameters whose
+    true value wrote the snapshot but is not told to the fit (it assumes the scenario's default): the values a
+    capture cannot tell, which the fit's bands must cover.
     """
     spec = models.get_scenario(scenario)
     snap = _snapshot(scenario, dict(truth, seed=seed), window)
-    assume = {k: v for k, v in truth.items() if k not in names and k != "seed"}
+    assume = {k: v for k, v in truth.items() if k not in names and k != "seed" and k not in unknown}
     assume.update(assume_instead or {})
     base = {"scenario": scenario, "seed": seed}
+    if dress is not None:
+        snap = dress(snap, seed)
+        found = fitting.diagnose(snap).scenario
+        if found != scenario:
+            return [dict(base, parameter="", refused=f"diagnosed as {found}, not {scenario}")]
     try:
         f = fitting.fit(snap, scenario=scenario, replicates=replicates, assume=assume)
     except (FitError, ParameterError) as err:
@@ -104,16 +119,19 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
         if true_values and name in true_values:
             true = true_values[name](dict(spec.defaults(), **truth))
         half = (e.high - e.low) / 2.0
+        band = (e.low, e.high) if e.band_low is None else (e.band_low, e.band_high)
         rows.append(dict(base, parameter=name, true=true, estimate=float(e.estimate), low=float(e.low),
                          high=float(e.high), covered=bool(e.low <= true <= e.high),
                          half_width_rel=half / abs(true) if true else math.nan, clipped=e.clipped,
-                         widened=bool(f.misfit), refused=""))
+                         widened=bool(f.misfit), refused="", band_low=float(band[0]), band_high=float(band[1]),
+                         band_covered=bool(band[0] <= true <= band[1])))
     return rows
 
 
 def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trips: int, spread: float,
           replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None, first: int = 0,
-          assume_instead: dict[str, Any] | None = None,
+          assume_instead: dict[str, Any] | None = None, dress: Dress | None = None,
+          draw_unknown: Callable[[np.random.Generator], dict[str, Any]] | None = None,
           progress: Callable[[int, int], None] | None = None) -> tuple[pd.DataFrame, float]:
     """``trips`` round trips of ``scenario`` around ``base``: every trip's rows, and the seconds one trip took.
 
@@ -121,7 +139,7 @@ def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trip
     and writes its snapshot with seed k + 1 (the fit's replicates use seeds from
     :data:`models.fitting.fit.REPLICATE_SEED`, so none shares one).  A study run with a ``first`` of its own
     checks a widening on trips it was not derived from; ``assume_instead`` makes every fit misspecified
-    (:func:`round_trip`).
+    (:func:`round_trip`); ``draw_unknown`` draws values the snapshot is written with but the fit is not told.
     """
     import time
 
@@ -130,7 +148,10 @@ def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trip
     began = time.perf_counter()
     for k in range(first, first + trips):
         truth = draw_truth(scenario, base, names, spread, np.random.default_rng([STUDY_SEED, k]))
-        for row in round_trip(scenario, truth, window, k + 1, names, replicates, true_values, assume_instead):
+        hidden = draw_unknown(np.random.default_rng([UNKNOWN_SEED, k])) if draw_unknown else {}
+        truth.update(hidden)
+        for row in round_trip(scenario, truth, window, k + 1, names, replicates, true_values, assume_instead, dress,
+                              tuple(hidden)):
             rows.append(dict(row, trip=k))
         if progress is not None:
             progress(k + 1 - first, trips)
@@ -147,6 +168,12 @@ def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
         refused = int(rows.loc[rows["refused"].fillna("") != "", "trip"].nunique())
         fitted = rows[rows["refused"].fillna("") == ""]
         widened = int(fitted.loc[fitted["widened"].fillna(False).astype(bool), "trip"].nunique())
+        if fitted.empty:  # every trip refused: one row says so
+            out.append({"scenario": scenario, "parameter": "", "trips": n, "refused": refused, "widened": 0,
+                        "fitted": 0, "covered": 0, "coverage": math.nan, "median_half_width_rel": math.nan,
+                        "level": fitting.LEVEL, "replicates": replicates,
+                        "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2),
+                        "band_coverage": math.nan})
         for name, group in fitted.groupby("parameter", sort=False):
             covered = int(group["covered"].astype(bool).sum())
             widths = [w for w in group["half_width_rel"] if isinstance(w, float) and math.isfinite(w)]
@@ -155,7 +182,9 @@ def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
                         "coverage": round(covered / len(group), 4) if len(group) else math.nan,
                         "median_half_width_rel": round(statistics.median(widths), 6) if widths else math.nan,
                         "level": fitting.LEVEL, "replicates": replicates,
-                        "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2)})
+                        "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2),
+                        "band_coverage": round(float(group["band_covered"].astype(bool).mean()), 4)
+                        if "band_covered" in group and len(group) else math.nan})
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
 
 

@@ -13,6 +13,8 @@ parses @@VERSION (SQL Server 2016 to 2025).  Nothing here names a scenario.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,7 @@ from models.fitting.snapshot import (
     BATCHES, DELTA_ROWGROUPS_CREATED, LATCH_SPINS, ROWGROUPS_COMPRESSED, SYSTEM_DATABASES, TEMPDB_ID,
     Snapshot,
 )
+from models.calibration import CONTEXT_SWITCH_US, WAKEUP_BAND_US
 from models.params import ParameterError
 
 
@@ -104,6 +107,9 @@ class LatchObs:
     spins: float          # collisions in LATCH_SPIN_STATS
     spin_count: float = 0.0  # its spins
     spin_rounds: float = 0.0  # collisions plus back-offs: the spin rounds
+    handoff_low_us: float | None = None   # the signal wait per wait if the family's other waits had all theirs
+    handoff_high_us: float | None = None  # ... and if they had none (None: the class is its family's only waiter)
+    signal_us: float | None = None        # the whole signal wait per wait, where handoff_us is only the latch's part
 
 
 def latch_obs(snap: Snapshot, cls: str, family: str) -> LatchObs:
@@ -114,32 +120,75 @@ def latch_obs(snap: Snapshot, cls: str, family: str) -> LatchObs:
     count, signal = rows["count"].sum(), rows["signal_time_ms"].fillna(0).sum()
     acquires = snap.get("xevent", cls) if snap.has("xevent", cls) else None
     collisions = snap.get("spinlock", LATCH_SPINS)
+    low = high = None
+    # The DMVs keep whole milliseconds: a difference of two reads is good to a millisecond either way, which over
+    # few waits is a range of hand-offs (a model's capture keeps microseconds, and so a far narrower one).
+    whole = bool(len(rows)) and bool((rows["signal_time_ms"].fillna(0) % 1 == 0).all())
+    slack_ms = 1.0 if whole else 0.001
+    if count > 0 and whole:
+        low, high = max(signal - slack_ms, 0.0) * 1000.0 / count, (signal + slack_ms) * 1000.0 / count
+    if family == "LATCH" and 0 < waits < count:
+        # sys.dm_os_wait_stats sums the signal wait over every latch class of the family; the other classes' waits
+        # may hold any of it, up to their own wait time (sys.dm_os_latch_stats), so the class's share is a range.
+        latches = snap.table("latch")
+        others_ms = float(latches[~latches["name"].isin(["BUFFER", cls])]["time_ms"].fillna(0).sum())
+        high = (signal + slack_ms) * 1000.0 / waits
+        low = max(signal - others_ms - slack_ms, 0.0) * 1000.0 / waits
+        low, high = min(low, signal * 1000.0 / count), max(high, signal * 1000.0 / count)
     return LatchObs(waits, wait_ms * 1000.0, signal * 1000.0 / count if count else 0.0, acquires, collisions,
                     snap.get("spinlock", LATCH_SPINS, "spins"),
-                    collisions + snap.get("spinlock", LATCH_SPINS, "backoffs"))
+                    collisions + snap.get("spinlock", LATCH_SPINS, "backoffs"), low, high)
 
 
-def handoff(fitted: dict, assumed: dict, obs: LatchObs, switch_us: float, shared: bool = False) -> None:
+def handoff(fitted: dict, assumed: dict, obs: LatchObs, switch_us: float, shared: bool = False,
+            queued_us: float = 0.0, bounds: dict | None = None) -> None:
     """The wake-up from the signal wait per wait, less the scenario's context switch ``switch_us`` (their split is assumed).
 
     The signal wait runs from a release to the next owner running: the
     waiter's wake-up plus the switch to it.  With ``shared`` schedulers (more
     sessions than schedulers, or a co-tenant) it also holds the time a woken
     waiter queues for its CPU, which the model produces by itself: then the
-    wake-up keeps the book's calibrated value.
+    wake-up keeps the book's calibrated value.  Where other latch classes share
+    the family's signal wait, or the capture shows ``queued_us`` of CPU
+    queueing per wait, the wake-up's range is what those allow (into ``bounds``).
     """
+    bounds = {} if bounds is None else bounds
     if shared:
         assumed["wakeup_us"] = SHARED_HANDOFF
         return
     fitted["wakeup_us"] = (obs.handoff_us - switch_us, "us",
-                           f"signal wait per wait {obs.handoff_us:.1f} us ({obs.waits:,.0f} waits) is the hand-off: "
-                           f"the wake-up plus the {switch_us:g} us switch to the waiter")
+                           f"signal wait per wait {obs.signal_us or obs.handoff_us:.1f} us ({obs.waits:,.0f} waits), "
+                           + (f"of which {obs.handoff_us:.1f} us is the latch's (the rest CPU queueing), "
+                              if obs.signal_us else "")
+                           + f"is the hand-off: the wake-up plus the {switch_us:g} us switch to the waiter")
     assumed["context_switch_us"] = ("how the hand-off splits into the wake-up and the switch to the waiter",
                                     "a trace of Windows context switches (ETW)")
+    low = obs.handoff_low_us if obs.handoff_low_us is not None else obs.handoff_us
+    high = obs.handoff_high_us if obs.handoff_high_us is not None else obs.handoff_us
+    low = min(max(low - queued_us, 0.0), obs.handoff_us)
+    high = max(high, obs.handoff_us)
+    if high - low > 1e-6 * max(high, 1.0):
+        value, unit, how = fitted["wakeup_us"]
+        fitted["wakeup_us"] = (value, unit, how + f"; the family's other latch waits and {queued_us:,.1f} us of CPU "
+                                                  f"queueing per wait put the hand-off between {low:,.1f} and "
+                                                  f"{high:,.1f} us")
+        bounds["wakeup_us"] = (max(low - switch_us, 0.0), max(high - switch_us, 0.0))
+
+
+# The longest hand-off the fit will charge to a latch: the top of the book's wake-up band and a switch
+# (models.calibration: a wake-up from an idle core to several times White's, 1 to 30 us, plus 2 us).
+HANDOFF_CEILING_US = WAKEUP_BAND_US[1] + CONTEXT_SWITCH_US
+
+def handoff_ceiling_us(snap: Snapshot) -> float:
+    """The longest hand-off a capture's signal wait is charged to the latch: HANDOFF_CEILING_US where the capture
+    measured the instance's CPU queue (the runnable_tasks setting), so that the rest can be named CPU queueing;
+    no ceiling otherwise (a model's own snapshot, whose signal waits hold the queueing its own schedulers make)."""
+    return HANDOFF_CEILING_US if snap.setting("runnable_tasks") is not None else math.inf
 
 
 SHARED_HANDOFF = ("the signal wait also holds time spent queued for a busy scheduler, so the wake-up is not "
-                  "told apart from it", "a snapshot with no more sessions than schedulers")
+                  "told apart from it", "a capture at a quiet time with fewer active sessions than schedulers, or a "
+                  "trace of Windows context switches (ETW)")
 
 
 def shared_schedulers(sessions: int, schedulers: int) -> bool:
@@ -167,16 +216,27 @@ def runnable_delay_us(snap: Snapshot) -> tuple[float, str]:
     return 0.0, "the capture shows no CPU queueing (no runnable_tasks setting, no SOS_SCHEDULER_YIELD)"
 
 
-def feasible_handoff(customers: int, cycle_us: float, p_wait: float, handoff_us: float, queued_us: float
-                     ) -> tuple[float, str]:
+def feasible_handoff(customers: int, cycle_us: float, p_wait: float, handoff_us: float, queued_us: float,
+                     ceiling_us: float = math.inf) -> tuple[float, str]:
     """The hand-off per wait the repairman can charge to the latch, and what was left out of the signal wait.
 
-    A fair latch is owned but idle from its release to the next owner running, so the hand-offs alone must fit in
-    the time between acquires.  Where the whole signal wait does not fit, the part of it spent queued for a CPU
-    (``queued_us``, :func:`runnable_delay_us`) is charged to the CPU instead; where even the rest does not fit,
+    A signal wait runs from a release to the waiter running, so it holds the hand-off and, on busy schedulers,
+    time queued for a CPU.  No hand-off is longer than ``ceiling_us`` (the top of the wake-up band and a
+    switch): above it, the signal wait less the CPU queueing the capture shows (``queued_us`` a wait,
+    :func:`runnable_delay_us`) is the latch's, or the ceiling where that leaves nothing.  A fair latch is owned
+    but idle from its release to the next owner running, so the hand-offs must also fit in the time between
+    acquires: where they do not, the queueing is charged to the CPU too, and where even the rest does not fit,
     the hand-off is held at half the time between acquires and the signal wait's rest is left unexplained.
     """
     room = cycle_us / customers / max(min(p_wait, 1.0), 1e-12)  # hand-off per wait that would fill all the time
+    if handoff_us > ceiling_us:
+        net = handoff_us - queued_us if 0.0 < handoff_us - queued_us <= ceiling_us else ceiling_us
+        if net < 0.9 * room:
+            return net, (f"the signal wait per wait, {handoff_us:,.1f} us, is longer than any hand-off (the wake-up "
+                         f"band's top and a switch, {ceiling_us:,.1f} us): the latch's hand-off is taken as "
+                         f"{net:,.1f} us and the rest is CPU queueing ({queued_us:,.1f} us a switch, charged to the "
+                         "CPU)")
+        handoff_us = net
     if handoff_us < 0.9 * room:
         return handoff_us, ""
     net = max(handoff_us - queued_us, 0.0)
@@ -280,6 +340,21 @@ def setting(snap: Snapshot, name: str, fallback: Any, what: str) -> tuple[Any, s
     return value, f"the capture's {name} setting"
 
 
+def workload_sessions(snap: Snapshot, fallback: int, what: str) -> tuple[int, str]:
+    """The sessions of the captured workload: the captured database's (database_sessions), else the instance's.
+
+    The instance's count holds every other workload's sessions too, which the fit would charge to this one.
+    """
+    if snap.setting("database_sessions"):
+        return int(snap.setting("database_sessions")), ("the capture's database_sessions setting: the user sessions "
+                                                        "of the captured database")
+    value, how = setting(snap, "sessions", fallback, what)
+    if not how.startswith(MISSING):
+        how += (" (the instance's: no database_sessions setting, so any other work's sessions are charged to this "
+                "workload)")
+    return value, how
+
+
 def need(value: float | None, what: str) -> float:
     if value is None or not value > 0:
         raise FitError(what)
@@ -305,7 +380,16 @@ def schedulers(snap: Snapshot) -> tuple[int, str]:
 
 
 def cpu_ms(snap: Snapshot) -> float:
+    """The schedulers' CPU over the interval (ms): the whole instance's."""
     return float(snap.table("scheduler")["time_ms"].fillna(0).sum())
+
+
+def workload_cpu_ms(snap: Snapshot) -> tuple[float, str]:
+    """The captured workload's CPU (ms): its database's sessions' (database_cpu_ms), else the instance's schedulers'."""
+    if snap.setting("database_cpu_ms") is not None and (snap.setting("database_cpu_ms") > 0 or not snap.has("scheduler")):
+        return float(snap.setting("database_cpu_ms")), "the captured database's sessions' CPU (database_cpu_ms)"
+    return cpu_ms(snap), ("the schedulers' CPU, the whole instance's (no database_cpu_ms setting, so other work's "
+                          "CPU is charged to this workload)")
 
 
 def top_class(snap: Snapshot) -> str:
@@ -318,12 +402,16 @@ def top_class(snap: Snapshot) -> str:
     return str(latches.sort_values("time_ms", ascending=False).iloc[0]["name"])
 
 
-def waited_share(found: float, visits: float, what: str, visits_how: str) -> float:
-    """``found / visits``: the share of visits that found the latch owned, or FitError when it is 0 or above 1."""
+def waited_share(found: float, visits: float, what: str, visits_how: str, in_flight: int = 0) -> float:
+    """``found / visits``: the share of visits that found the latch owned, or FitError when it is 0 or above 1.
+
+    A wait is counted when it starts and an acquire (or the update it serves) when it ends, so up to
+    ``in_flight`` more waits than acquires (the sessions still waiting at the second read) are no contradiction.
+    """
     if found <= 0:
         raise FitError(f"{what}: no acquire found the latch owned over the interval (0 waits or spins): a latch "
                        "nobody waits for shows nothing of its hold; capture while the contention is on")
-    if found > visits * (1.0 + 1e-9) + 0.5:  # every visit may find it owned (a saturated latch), not more
+    if found > visits * (1.0 + 1e-9) + 0.5 + in_flight:  # every visit may find it owned (saturated), not more
         raise FitError(f"{what}: {found:,.0f} acquires found the latch owned but {visits_how} gives only "
                        f"{visits:,.0f} acquires; one of the two counts is wrong (lost events, or another workload's "
                        "counters)")
@@ -344,25 +432,36 @@ def check_wait_budget(what: str, wait_us: float, customers: int, interval_s: flo
 
 
 def closed_latch_core(snap: Snapshot, cls: str, customers: int,
-                       per_visit_counter: tuple[str | None, float] = (None, 1.0), unfair: bool = False):
+                       per_visit_counter: tuple[str | None, float] = (None, 1.0), unfair: bool = False,
+                       counted: tuple[float, str] | None = None):
     """The closed repairman's hold and think per visit for ``cls``, and the rates behind them.
 
     A fair latch's requests that found it owned are its waits; an unfair one's are its spin collisions
-    (they spin instead of waiting, and nothing is handed off).
+    (they spin instead of waiting, and nothing is handed off).  ``counted`` (visits per second, how) stands
+    for the acquires where the capture has no extended events and the scenario counts its visits itself.
     """
     obs = latch_obs(snap, cls, "LATCH")
     counter, per_visit = per_visit_counter
-    visits_per_s, rate_how = visit_rate(snap, cls, obs, per_visit, counter)
+    if counted is not None and not obs.acquires:  # the scenario counted its visits itself (no extended events)
+        visits_per_s, rate_how = counted
+    else:
+        visits_per_s, rate_how = visit_rate(snap, cls, obs, per_visit, counter)
     visits = visits_per_s * snap.interval_s
     found = obs.spins if unfair else obs.waits
-    p = waited_share(found, visits, f"latch {cls}", rate_how)
+    p = waited_share(found, visits, f"latch {cls}", rate_how, customers)
     check_wait_budget(f"latch {cls}", obs.wait_us, customers, snap.interval_s,
                        snap.get("latch", cls, "max_time_ms"))
     wait = obs.wait_us / visits
     charged = 0.0
     if not unfair:
         charged, _ = feasible_handoff(customers, customers / visits_per_s * 1e6, p, obs.handoff_us,
-                                      runnable_delay_us(snap)[0])
+                                      runnable_delay_us(snap)[0], handoff_ceiling_us(snap))
+        if charged < obs.handoff_us:
+            # The rest of each signal wait was CPU queueing: the wake-up is fitted from the latch's part, and the
+            # queueing leaves the latch wait for the time between acquires, which the model's schedulers (without
+            # the instance's other work) do not produce.
+            wait = max(wait - (obs.handoff_us - charged) * obs.waits / visits, 0.0)
+            obs = dataclasses.replace(obs, handoff_us=charged, signal_us=obs.handoff_us)
     hold, think = closed_repairman(customers, customers / visits_per_s * 1e6, wait, p, charged)
     how = (f"{customers} workers at {visits_per_s:,.0f} acquires/s go round a cycle of {customers / visits_per_s * 1e6:,.1f} us with "
            f"{wait:,.2f} us of latch wait per acquire and {p:.1%} of acquires finding the latch owned "
@@ -387,7 +486,7 @@ def dop(snap: Snapshot, schedulers: int) -> tuple[int, str]:
 
 # Allocation pages repeat through a data file: a PFS page every 8,088 pages, a GAM and an SGAM page every 511,232
 # (Microsoft Learn, "Pages and extents architecture guide"); page 1 is the first PFS, 2 the first GAM, 3 the
-# first SGAM, and the later ones are the multiples of the interval (the SGAM one page after its GAM).  Seed 002 (Poche): a waiter on 2:1:1 or 2:1:3 is tempdb allocation contention, and larger page
+# first SGAM, and the later ones are the multiples of the interval (the SGAM one page after its GAM).  Poche (2023): a waiter on 2:1:1 or 2:1:3 is tempdb allocation contention, and larger page
 # ids at those intervals are the same issue.
 PFS_INTERVAL = 8_088
 GAM_INTERVAL = 511_232
@@ -555,15 +654,24 @@ def sql_version(text: str | None) -> SqlVersion | None:
 def instance_caveats(snap: Snapshot) -> list[str]:
     """What a fit charges to one workload that the capture measured for the whole instance.
 
-    The schedulers' CPU, Batch Requests/sec and the user sessions are the instance's; only Transactions/sec and
-    the index rows are the captured database's.  A fit that reads them as one workload's assumes nothing else ran.
+    The schedulers' CPU, Batch Requests/sec and the user sessions are the instance's; Transactions/sec, the index
+    rows and (in a capture from the current script) database_sessions and database_cpu_ms are the captured
+    database's.  A fit that reads the instance's counts as one workload's assumes nothing else ran.
     """
     _, where = database_context(snap)
-    said = [f"ASSUMED: the schedulers' CPU, the batch requests and the user sessions are the whole instance's, and "
-            f"the fit charges them all to the workload of {where}; other work on the instance would make the CPU "
-            "per call and the sessions too high; and the schedulers' CPU (total_cpu_usage_ms) counts non-preemptive "
-            "workers only, so CPU spent in preemptive calls (PREEMPTIVE_* waits) is missing from it and would make "
-            "the CPU per call too low"]
+    own = snap.setting("database_sessions") is not None and snap.setting("database_cpu_ms") is not None
+    if own:
+        said = [f"the sessions and CPU charged to the workload are those of {where} (database_sessions, "
+                "database_cpu_ms): other work in that same database is charged to it too (the sessions band covers "
+                "up to a fifth of them), and CPU spent in preemptive calls (PREEMPTIVE_* waits) counts in "
+                "sys.dm_exec_sessions' cpu_time"]
+    else:
+        said = [f"ASSUMED: the schedulers' CPU, the batch requests and the user sessions are the whole instance's, and "
+                f"the fit charges them all to the workload of {where} (the capture has no database_sessions and "
+                "database_cpu_ms settings); other work on the instance would make the CPU per call and the sessions "
+                "too high; and the schedulers' CPU (total_cpu_usage_ms) counts non-preemptive workers only, so CPU "
+                "spent in preemptive calls (PREEMPTIVE_* waits) is missing from it and would make the CPU per call "
+                "too low"]
     if system_database(snap):
         said.append(f"the capture was taken in {system_database(snap)}, a system database: its Transactions/sec and "
                     "index rows are not a user workload's")

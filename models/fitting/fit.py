@@ -17,12 +17,23 @@ measured under the setup being fitted.
 
 A fit that its own model does not reproduce is widened or refused: the
 fitted model's snapshots are held against the capture on every count the
-model writes (:func:`misfits`).  A count missed beyond the replicates' noise
-means the capture holds work or a mechanism the model lacks, where a narrow
-range would be a confident wrong answer: a miss by a share r widens every
-range to at least -/+ r, and a miss by more than :data:`MISFIT_REFUSED` ends
-the fit with a FitError naming the counts (unless an estimate is already
-held at a bound of the model's range, which the fit reports as clipped).
+model writes (:func:`compare`).  The modelled workload's own counts (the top
+latch class's, the hot index's) must agree both ways; the instance's (wait
+statistics, schedulers, batches) only one way, since other work adds to them,
+and their excess is reported as background.  A count missed beyond the
+replicates' noise means the capture holds a mechanism the model lacks, where
+a narrow range would be a confident wrong answer: a miss by a share r widens
+every range to at least -/+ r, and a miss by more than
+:data:`MISFIT_REFUSED` ends the fit with a FitError naming the counts (unless
+an estimate is already held at a bound of the model's range, which the fit
+reports as clipped).  :func:`answer` turns such a FitError into a Fit whose
+diagnosis stands and whose ``refusal`` says why.
+
+What no capture can tell (the scenario's ``bands``: the split of a hold, the
+wake-up, a log flush, the workload's share of its database's sessions) is
+not a sampling error: each fitted value also carries its span over the
+bands (``band_low``, ``band_high``), the estimator redone at both ends of
+each, and every what-if is redone there too (:mod:`models.fitting.whatif`).
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ from models.fitting import advice
 from models.fitting import evidence as ev
 from models.fitting.capture import from_model
 from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
-from models.fitting.snapshot import INTERVAL_S, Snapshot
+from models.fitting.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot
 from models.params import ParameterError, shown
 from models.scenarios.base import Scenario
 
@@ -155,6 +166,8 @@ class Estimate:
     basis: str  # "fitted" (from the snapshot's rates), "read" (from its settings and counters) or "assumed"
     how: str
     clipped: str = ""  # "low" or "high": the relation gave a value beyond the model's range, held at that bound
+    band_low: Any = None   # the estimate's span over what no capture can tell (Scenario.bands), with its range
+    band_high: Any = None  # (None: no band moves it)
 
 
 @dataclass
@@ -209,6 +222,8 @@ class Fit:
             "diagnosis": self.diagnosis.name,
             "scenario": self.scenario,
             "params": {name: {"estimate": _plain(e.estimate), "low": _plain(e.low), "high": _plain(e.high),
+                              "band_low": None if e.band_low is None else _plain(e.band_low),
+                              "band_high": None if e.band_high is None else _plain(e.band_high),
                               "unit": e.unit, "basis": e.basis, "how": e.how, "clipped": e.clipped or None}
                        for name, e in self.params.items()},
             "evidence": self.evidence,
@@ -218,6 +233,10 @@ class Fit:
                        "half_width_sd": self.half_width, "inflation": INFLATION, "text": self.ranges},
             "assumed": {name: _plain(value) for name, value in self.setup.items()},
             "misfit": self.misfit,
+            "background": self.background,
+            "refusal": self.refusal or None,
+            "advice": list(self.diagnosis.advice) + list(self.advice),
+            "missing": self.diagnosis.missing,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -325,19 +344,20 @@ def _diagnose(snap: Snapshot) -> Diagnosis:
         for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
             claimed = spec.diagnosis.claims(clue)
             if claimed is not None:
-                return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed)
+                return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed,
+                                 advice=advice.also_on_top(snap, waits, clue.top_wait))
     except Refusal as refusal:
-        told = []
+        told = advice.also_on_top(snap, waits, clue.top_wait)
         if refusal.name in (ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.UNPLACED_ALLOCATION):
-            told = advice.tempdb_advice(snap)
+            told += advice.tempdb_advice(snap)
         elif refusal.name == ev.GRANT_QUEUE:
-            told = advice.grant_advice()
+            told += advice.grant_advice()
         return Diagnosis(refusal.name, None, evidence + refusal.evidence, advice=told)
     per_wait = top["time_ms"] / top["count"] if top["count"] else 0.0
     name, said, told = advice.non_latch(snap, str(top["name"]), per_wait)
     others = ", ".join(waits["name"].head(3))
     return Diagnosis(name, None, [lead, *said, f"the top waits are {others}: no model here explains them"],
-                     advice=told)
+                     advice=told + advice.also_on_top(snap, waits, str(top["name"])))
 
 
 # ----------------------------------------------------------------------------- sizing model runs
@@ -427,6 +447,18 @@ def _refuse_corrections_out_of_range(spec: Scenario, point: Point, clipped: dict
                            "value is given")
 
 
+def _check_policy(spec: Scenario, snap: Snapshot, setup: dict[str, Any], given: dict[str, Any]) -> None:
+    """FitError when the latch policy assumed is one the capture contradicts: an unfair latch's requesters spin
+    before they wait, so a capture whose LATCH_SPIN_STATS shows no collision beside its latch waits is fair."""
+    if given.get("policy") != "unfair" or not snap.has("spinlock"):
+        return
+    if snap.get("spinlock", LATCH_SPINS) == 0 and snap.table("latch")["count"].fillna(0).sum() > 0:
+        raise FitError(f"assume policy=unfair is contradicted by the capture: its LATCH_SPIN_STATS row shows no "
+                       "collision while latches waited, and an unfair latch's requesters spin before they wait "
+                       "(White, 2022: 337,110 collisions in his unfair run); fit without it, or capture with trace "
+                       "flag 3933 on to see the unfair latch")
+
+
 def assumed_setup(spec: Scenario, assume: dict[str, Any] | None) -> dict[str, Any]:
     """Every parameter's value as the fit assumes it: the scenario's defaults, with ``assume`` on top (checked)."""
     if assume is None:
@@ -461,14 +493,20 @@ INDEX_SOURCES = ("index", "index_tree", "index_insert", "index_allocation", "ind
 # Counts that are the modelled mechanism's own: the top latch class's rows and the hot index's.  Every other count
 # (wait and spinlock statistics, the schedulers, the performance counters, the semaphores) is the instance's, where
 # other work adds to what the model explains: those are held one way only (see misfits).
-OWN = (f"latch {TOP_CLASS} ", f"xevent {TOP_CLASS} ", *(f"{source} {HOT_INDEX} " for source in INDEX_SOURCES))
+OWN = (f"latch {TOP_CLASS} ", f"xevent {TOP_CLASS} ", *(f"{source} {HOT_INDEX} " for source in INDEX_SOURCES),
+       "workload cpu ")
+WORKLOAD_CPU = "workload cpu time_ms"  # the captured database's sessions' CPU, held against the model's own
 
 
 def hot_index(snap: Snapshot) -> str | None:
-    """The captured database's index with the most page latch waits (None: no index row has any)."""
-    index = snap.table("index")
-    index = index[index["count"].fillna(0) > 0]
-    return None if index.empty else str(index.sort_values(["count", "name"], ascending=[False, True]).iloc[0]["name"])
+    """The captured database's index the workload works on: the one with the most page latch waits, else the most
+    rows inserted, else the most rows updated (None: no index row has any)."""
+    for source in ("index", "index_insert", "index_update"):
+        index = snap.table(source)
+        index = index[index["count"].fillna(0) > 0]
+        if not index.empty:
+            return str(index.sort_values(["count", "name"], ascending=[False, True]).iloc[0]["name"])
+    return None
 
 
 def count_rates(snap: Snapshot) -> dict[str, float]:
@@ -515,6 +553,11 @@ def misfits(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> list[M
     return compare(snap, model_snaps, scale)[0]
 
 
+def _rate(x: float) -> str:
+    """A rate as the report prints it: whole with thousands separators from 100, else three significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[list[Misfit], list[str]]:
     """The counts the fitted model misses (worst first), and what of the capture is the instance's other work.
 
@@ -530,8 +573,16 @@ def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[
     if n < 2:
         return [], []
     observed = count_rates(snap)
+    queued_ms = ev.runnable_delay_us(snap)[0] / 1000.0  # each wait's CPU queueing: the instance's, not the model's
     captured = set(snap.rows["source"])
     rates = [count_rates(m) for m in model_snaps]
+    if snap.setting("database_cpu_ms") is not None:
+        # The database's sessions' CPU is the workload's (other work in the same database aside): held both ways
+        # against the model's, whose schedulers run nothing else.
+        captured.add("workload")
+        observed[WORKLOAD_CPU] = float(snap.setting("database_cpu_ms")) / snap.interval_s
+        for rate in rates:
+            rate[WORKLOAD_CPU] = rate.get("scheduler busy time_ms", 0.0)
     tq = t_quantile(n, CHECK_LEVEL)
     found: list[Misfit] = []
     background: list[tuple[float, str]] = []
@@ -542,13 +593,18 @@ def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[
         values = np.array([r.get(key, 0.0) for r in rates])
         mean, sd = float(values.mean()), float(np.std(values, ddof=1))
         seen = observed.get(key, 0.0)
+        if key.endswith(" time_ms") and seen > mean and key.startswith(("latch ", "index ")):
+            # A wait's time holds its CPU queueing, which other work on the instance adds and the model lacks: up
+            # to that much of the excess is background, not a miss.
+            count = observed.get(key[:-len("time_ms")] + "count", 0.0)
+            seen = max(seen - queued_ms * count, mean)
         off = abs(seen - mean)
         band = tq * sd * math.sqrt(scale ** 2 + 1.0 / n)
         if not (off > band and off > CHECK_FLOOR * abs(mean) and off * snap.interval_s > CHECK_MIN_COUNT):
             continue
         share = off / abs(mean) if mean else math.inf
         if seen > mean and not key.startswith(OWN):
-            background.append((seen - mean, f"{key}: {seen:,.4g} per second in the capture, {mean:,.4g} in the "
+            background.append((seen - mean, f"{key}: {_rate(seen)} per second in the capture, {_rate(mean)} in the "
                                             f"fitted model: {1 - mean / seen:.0%} of it is other work"))
             continue
         found.append(Misfit(share, f"{key}: {seen:,.4g} per second in the capture, {mean:,.4g} in the fitted "
@@ -559,7 +615,7 @@ def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[
     others = waits[~waits["name"].isin(BENIGN) & (waits["time_ms"].fillna(0) > 0)
                    & ~waits["name"].map(lambda w: f"wait {w} time_ms" in modelled)]
     for row in others.sort_values("time_ms", ascending=False).head(4).itertuples(index=False):
-        background.append((0.0, f"wait {row.name}: {row.time_ms / snap.interval_s:,.4g} ms per second, which the "
+        background.append((0.0, f"wait {row.name}: {_rate(row.time_ms / snap.interval_s)} ms per second, which the "
                                 "model has none of: other work"))
     return sorted(found, key=lambda m: -m.share), [text for _, text in sorted(background, key=lambda b: -b[0])]
 
@@ -599,7 +655,79 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
                 e, low=min(e.low, a.low), high=max(e.high, a.high),
                 how=e.how + f"; the range includes the {setting} assumption: it is the union with the fit assuming "
                             f"{setting}={other} ({a.estimate:.4g}, {a.low:.4g} to {a.high:.4g} {a.unit})")
+    _band_ranges(main, snap, spec)
     return main
+
+
+def band_ends(spec: Scenario, fitted: Fit) -> list[tuple[Any, str, float]]:
+    """Every (band, end name, value) a fit is redone at: the bands whose value the fit assumed (or, relative
+    ones, read), each at both ends; a band whose parameter the fit estimated is left out."""
+    out = []
+    for band in spec.bands:
+        held = fitted.params.get(band.param)
+        value = held.estimate if held is not None else fitted.model_params().get(band.param, spec.param(band.param).default)
+        applies = (held is not None and held.basis == "read") if band.relative else \
+            (held is None or held.basis == "assumed")
+        if not applies:
+            continue
+        low, high = band.ends(float(value))
+        if spec.param(band.param).kind == "int":
+            low, high = max(round(low), spec.param(band.param).low), round(high)
+        out += [(band, "low", low), (band, "high", high)]
+    return out
+
+
+def estimates_at(spec: Scenario, snap: Snapshot, fitted: Fit, param: str, value: float) -> dict[str, float] | None:
+    """The fitted values the estimator gives with ``param`` assumed (or read) at ``value`` (None: it refuses).
+
+    Only the estimator is rerun, not the replicates: a band end moves the estimates by far more than their spread.
+    """
+    setup = assumed_setup(spec, {k: v for k, v in fitted.setup.items() if k != param})
+    setup[param] = spec.param(param).check(value)
+    try:
+        point = _estimator(spec, _with_setting(snap, spec, param, value), setup)
+        values, _ = _estimates(spec, point)
+    except ParameterError:
+        return None
+    return {name: values[name] for name in point.fitted}
+
+
+def _with_setting(snap: Snapshot, spec: Scenario, param: str, value: float) -> Snapshot:
+    """``snap`` with its sessions settings at ``value`` when ``param`` is what the scenario's capture counts as its
+    sessions (a relative band's end); else ``snap`` itself."""
+    if param != spec.capture.session_param:
+        return snap
+    settings = dict(snap.settings)
+    for name in ("sessions", "database_sessions"):
+        if name in settings:
+            settings[name] = int(value)
+    return Snapshot(interval_s=snap.interval_s, settings=settings, rows=snap.rows)
+
+
+def _band_ranges(fitted: Fit, snap: Snapshot, spec: Scenario | None) -> None:
+    """Each fitted value's span over the bands (band_low, band_high): its range, and the estimates at every end."""
+    if spec is None or not fitted.params:
+        return
+    ends = band_ends(spec, fitted)
+    spans: dict[str, list[float]] = {}
+    refused = []
+    for band, side, value in ends:
+        moved = estimates_at(spec, snap, fitted, band.param, value)
+        if moved is None:
+            refused.append(f"{band.param}={value:g}")
+            continue
+        for name, estimate in moved.items():
+            spans.setdefault(name, []).append(float(estimate))
+    for name, values in spans.items():
+        e = fitted.params.get(name)
+        if e is None or e.basis != "fitted":
+            continue
+        low, high = min([e.low, *values]), max([e.high, *values])
+        over = sorted({b.param for b, _, _ in ends})
+        fitted.params[name] = dataclasses.replace(
+            e, band_low=low, band_high=high,
+            how=e.how + f"; over the bands of what no capture tells ({', '.join(over)}) it spans {low:,.4g} to "
+                        f"{high:,.4g} {e.unit}" + (f" (the estimator refuses {', '.join(refused)})" if refused else ""))
 
 
 def answer(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLICATES,
@@ -638,6 +766,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
     spec = models.get_scenario(name)
     setup = assumed_setup(spec, assume)
     given = {k: v for k, v in setup.items() if k in (assume or {})}
+    _check_policy(spec, snap, setup, given)
     point = _estimator(spec, snap, setup)
     refused = sorted(set(given) & set(point.fitted))
     if refused:
@@ -685,7 +814,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
         est = base[pname]
         if pname in clipped:
             how += _clip_text(value, clipped[pname], p, unit)
-        if pname in point.bounds:
+        if pname in point.bounds and not reps:
             low, high = point.bounds[pname]
         elif reps:
             refits = np.array([r[pname] for r in reps])
@@ -708,6 +837,8 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
             low, high = est - half, est + half
         else:
             low = high = est
+        if pname in point.bounds and reps:  # what the capture allows beside the sampling spread
+            low, high = min(low, point.bounds[pname][0]), max(high, point.bounds[pname][1])
         digit = precision(est)  # no range is narrower than the digits the fit is shown to
         low, high = max(min(low, est - digit), p.low), min(max(high, est + digit), p.high)
         if p.kind == "int":
@@ -732,7 +863,10 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
                            f"{named}. The capture holds work or a mechanism this model lacks (another workload's "
                            "counts, another contention)" + (f", or an assumed value is wrong ({', '.join(guesses)}: "
                                                             "give the right ones with assume=)" if guesses else "")
-                           + ", so its ranges would not hold: none is given")
+                           + ", so its ranges would not hold: none is given. To settle it: "
+                           + "; ".join(f"{u['param']} would need {u['measure']}" for u in undetermined[:3])
+                           + ("; " if undetermined else "") + "a capture with the script's default sections "
+                           "(database_sessions and database_cpu_ms set the workload apart from other work)")
         if missed:
             # The model misses a count it was not fitted to by a share r: no parameter of it is then known to
             # better than r, whatever the replicates' spread says.  Each range is widened to at least -/+ r.

@@ -7,12 +7,29 @@ the format below; :func:`models.fitting.capture.from_model` writes the same file
 over a window of it, so the fit can be tested against known parameters.
 
 One row per DMV row, columns :data:`COLUMNS`; which columns a row fills
-depends on its ``source`` (:data:`SOURCES`).  Counts and times are
-differences over the interval; ``max_time_ms`` is the DMV's own maximum
-since start-up or its last clear, as the second snapshot read it: an upper
-bound on any one wait of the interval, not the interval's own longest wait.  Lines starting with
-``#`` are comments.  :func:`parse` checks a file and raises a named
+depends on its ``source`` (:data:`SOURCES`).  Lines starting with ``#`` are
+comments.  :func:`parse` checks a file and raises a named
 :class:`SnapshotError` for each kind of bad input.
+
+The rows mean what the DMVs document (Microsoft Learn, each view's page):
+
+* Counts and times are differences of two reads over the interval, in whole
+  milliseconds as the DMVs keep them.  sys.dm_os_wait_stats counts a wait in
+  waiting_tasks_count when it starts and adds its time when it ends, so a wait
+  begun before the first read and ended before the second adds time with no
+  count: a row with time and count 0 is read as it is.
+* ``max_time_ms`` is the DMV's own maximum since start-up or its last clear,
+  as the second read found it: an upper bound on any one wait of the interval,
+  not the interval's longest.
+* The wait, latch, spinlock and scheduler rows, Batch Requests/sec and the
+  ``sessions`` and ``runnable_tasks`` settings are the whole instance's;
+  Transactions/sec, the index rows, ``database_sessions`` and
+  ``database_cpu_ms`` are the captured database's.  The fit charges only the
+  latter to the workload it models, and holds the instance's counts against
+  its model one way (other work may add to them).
+* The "/sec" performance counters are running totals in
+  sys.dm_os_performance_counters (counter type 272696576): the capture holds
+  their increase over the interval, not a rate.
 """
 
 from __future__ import annotations
@@ -74,6 +91,11 @@ SETTINGS: dict[str, str] = {
     "schedulers": "visible online schedulers (one per logical CPU SQL Server uses)",
     "maxdop": "max degree of parallelism (server setting; 0: as many as schedulers)",
     "sessions": "user sessions that ran a request during the interval (or have one at its end)",
+    "database_sessions": "of those sessions, the ones whose current database is the captured one "
+                         "(sys.dm_exec_sessions database_id): the workload apart from the instance's other work",
+    "database_cpu_ms": "the CPU those sessions used over the interval (ms): the increase of sys.dm_exec_sessions "
+                       "cpu_time summed over the captured database's sessions (a session new since the first read "
+                       "counts from 0)",
     "request_dop": "the largest degree of parallelism (dop) of the user requests seen at the two reads",
     "max_server_memory_mb": "max server memory (MB)",
     "version": "@@VERSION's first line (text)",
@@ -294,6 +316,8 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
         records = [(k, row) for (k, line) in lines for row in csv.reader([line])]
     except csv.Error as err:
         raise MalformedSnapshot(f"{where}: not CSV ({err})") from None
+    if len(records) > 1 and [f.strip().lower() for f in records[0][1]] == ["csv"]:
+        records = records[1:]  # SSMS's "include column headers": the result set's one column name, csv
     (_, header), body = records[0], records[1:]
     header = [h.strip().lower() for h in header]
     missing = [c for c in COLUMNS if c not in header]
@@ -349,7 +373,7 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
     for k, row in rows:
         _check_counts(where, k, row, interval)
     frame = pd.DataFrame([row for _, row in rows], columns=["source", "name", *NUMBERS])
-    _check_consistent(where, frame, interval)
+    _check_consistent(where, frame, interval, settings)
     return Snapshot(interval_s=float(interval), settings=settings, rows=frame)
 
 
@@ -366,11 +390,24 @@ def _check_counts(where: str, line: int, row: dict[str, Any], interval_s: float)
                          f" use 0 to {MAX_TIME_MS:g} ms (the longest single wait since the counters were cleared)")
 
 
-def _check_consistent(where: str, frame: pd.DataFrame, interval_s: float) -> None:
+def _check_consistent(where: str, frame: pd.DataFrame, interval_s: float, settings: dict[str, Any]) -> None:
     """Rows that contradict each other, as InconsistentSnapshot naming them: the fit's shares would pass 100%."""
     # A wait or latch row may have time and no count: sys.dm_os_wait_stats counts a wait when it starts and adds its
     # time when it ends (Microsoft Learn, sys.dm_os_wait_stats, waiting_tasks_count and wait_time_ms), so a long
     # wait begun before the first read and ended before the second adds time with no count.
+    # Each such wait lasted at most the DMV's longest wait (max_time_ms), and no more of them ended than there are
+    # sessions: time beyond that is no wait begun before the first read, and the row is wrong.
+    timed = frame[frame["source"].isin(["wait", "latch"])]
+    untimed = timed[(timed["count"].fillna(0) == 0) & (timed["time_ms"].fillna(0) > 0)]
+    sessions = settings.get("sessions") or MAX_SESSIONS
+    known = untimed[untimed["max_time_ms"].notna()]  # a partial capture may not give the longest wait
+    impossible = known[known["time_ms"] > known["max_time_ms"] * sessions + 1.0]
+    if len(impossible):
+        row = impossible.iloc[0]
+        raise InconsistentSnapshot(
+            f"{where}: {row['source']} {row['name']} has time_ms={row['time_ms']:g} with count=0: time with no count "
+            f"is waits begun before the first read, but each lasted at most max_time_ms={row['max_time_ms']:g} and "
+            f"at most {sessions:,} sessions waited, so the count is missing or wrong")
     waits = frame[frame["source"] == "wait"]
     over = waits[waits["signal_time_ms"].fillna(0) > waits["time_ms"].fillna(0) + 0.001]
     if len(over):
@@ -452,6 +489,9 @@ def setting_range(name: str) -> tuple[int, int]:
         return 0, MAX_PAGE_SAMPLES
     if name == "tempdb_data_files":
         return 1, MAX_TEMPDB_FILES
+    if name == "database_cpu_ms":  # every scheduler busy for the longest interval
+        return 0, MAX_SCHEDULERS * int(INTERVAL_S[1]) * 1000
     if name == "runnable_tasks":  # at most every session waits for a CPU
         return 0, MAX_SESSIONS
-    return 0, {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, "request_dop": MAX_DOP, "sessions": MAX_SESSIONS}[name]
+    return 0, {"schedulers": MAX_SCHEDULERS, "maxdop": MAX_DOP, "request_dop": MAX_DOP, "sessions": MAX_SESSIONS,
+                          "database_sessions": MAX_SESSIONS}[name]

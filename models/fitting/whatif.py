@@ -221,6 +221,8 @@ def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range,
     after = _ranges(fit, _param_sets(fit, extra), seconds)
     rests = [u["param"] for u in fit.undetermined]
     notes = [f"rests on the assumed {', '.join(rests)}"] if rests else []
+    if chosen.leaves_out:
+        notes.insert(0, f"not in the model: {chosen.leaves_out}")
     held = replicates_held(fit)
     if held:
         notes.append(f"its range is too narrow: replicates of {', '.join(held)} beyond the model's range were held "
@@ -277,23 +279,6 @@ class BandGain:
 HELPS = 1.05  # a gain above this everywhere in the bands "helps"; below 1 / HELPS everywhere, "hurts"
 
 
-def _band_model(fit: Fit, snap: Snapshot, param: str, value: float) -> tuple[dict[str, Any], float] | None:
-    """The fitted model redone with ``param`` assumed at ``value``: its parameters and visit rate (None: refused).
-
-    Only the estimator is rerun (no replicates): a band end moves the estimates by far more than their spread.
-    """
-    from models.fitting.fit import _estimates, _estimator, assumed_setup
-
-    spec = models.get_scenario(fit.scenario)
-    try:
-        setup = assumed_setup(spec, dict(fit.setup, **{param: value}))
-        point = _estimator(spec, snap, setup)
-        values, _ = _estimates(spec, point)
-    except ParameterError:
-        return None
-    return dict(setup, **values), point.rate_per_s
-
-
 def gain_bands(fit: Fit, snap: Snapshot, change: str | None = None, value: float | None = None) -> list[BandGain]:
     """Each band's ends (Scenario.bands, where the fit assumed the value): the change's gain over now at each.
 
@@ -307,42 +292,45 @@ def band_table(fit: Fit, snap: Snapshot, value: float | None = None) -> dict[str
     """Every change's BandGain for every band that applies, by change name (the fits at each end shared)."""
     if fit.scenario is None or snap is None:
         return {}
+    from models.fitting.fit import band_ends, estimates_at
+
     spec = models.get_scenario(fit.scenario)
     seconds = run_seconds(fit) / 2.0  # the ends move the gain by far more than half the run's noise
     out: dict[str, list[BandGain]] = {}
-    for band in spec.bands:
-        held = fit.params.get(band.param)
-        if held is not None and held.basis != "assumed":
-            continue  # the capture gave this value: no band
-        ends: dict[float, dict[str, float] | None] = {}
-        for end in (band.low, band.high):
-            redone = _band_model(fit, snap, band.param, end)
-            if redone is None:
-                ends[end] = None
-                continue
-            base, rate = redone
-            now, _ = _run(spec, base, rate, seconds)
-            gains = {}
-            for each in spec.changes:
-                why = each.unless(base) if each.unless else ""
-                if why or now <= 0:
-                    continue
-                try:
-                    after, _ = _run(spec, dict(base, **each.sets(base, value)), rate, seconds)
-                except ParameterError:
-                    continue
-                gains[each.name] = after / now
-            ends[end] = gains
+    ends: dict[tuple[str, str], tuple[float, dict[str, float] | None]] = {}
+    for band, side, end in band_ends(spec, fit):
+        moved = estimates_at(spec, snap, fit, band.param, end)
+        if moved is None:
+            ends[(band.param, side)] = (end, None)
+            continue
+        base = dict(fit.model_params(), **{band.param: end}, **moved)
+        now, _ = _run(spec, base, fit.rate_per_s, seconds)
+        gains = {}
         for each in spec.changes:
-            low, high = ends[band.low], ends[band.high]
+            why = each.unless(base) if each.unless else ""
+            if why or now <= 0:
+                continue
+            try:
+                after, _ = _run(spec, dict(base, **each.sets(base, value)), fit.rate_per_s, seconds)
+            except ParameterError:
+                continue
+            gains[each.name] = after / now
+        ends[(band.param, side)] = (end, gains)
+    for band in spec.bands:
+        if (band.param, "low") not in ends:
+            continue
+        (low, at_low), (high, at_high) = ends[(band.param, "low")], ends[(band.param, "high")]
+        for each in spec.changes:
             out.setdefault(each.name, []).append(BandGain(
-                band.param, band.low, band.high, None if low is None else low.get(each.name),
-                None if high is None else high.get(each.name), band.measure))
+                band.param, low, high, None if at_low is None else at_low.get(each.name),
+                None if at_high is None else at_high.get(each.name), band.measure))
     return out
 
 
 def verdict(ratio: float, bands: list[BandGain]) -> str:
-    """Whether a change helps across every band, hurts across them, or depends on one (and how to measure it)."""
+    """Whether a change helps across every band, hurts across them, buys nothing, or depends on one (and how to
+    measure it).  Each band's two ends are run with the others at their assumed values, one seed each: interactions
+    between bands and a band's interior are not run."""
     gains = [ratio, *[g for b in bands for g in b.gains]] if math.isfinite(ratio) else [g for b in bands for g in b.gains]
     if not gains:
         return "no gain could be computed"
@@ -352,9 +340,14 @@ def verdict(ratio: float, bands: list[BandGain]) -> str:
         return f"helps across the whole band (x{min(gains):.2f} to x{max(gains):.2f})"
     if max(gains) < 1.0 / HELPS:
         return f"hurts across the whole band (x{min(gains):.2f} to x{max(gains):.2f})"
+    if min(gains) >= 1.0 / HELPS and max(gains) <= HELPS:
+        return f"no gain across the whole band (x{min(gains):.2f} to x{max(gains):.2f})"
+    refused = [f"{b.param}={end:g}" for b in bands for end, gain in ((b.low, b.gain_low), (b.high, b.gain_high))
+               if gain is None]
     swing = max(bands, key=lambda b: (max(b.gains) - min(b.gains)) if b.gains else -1.0)
     return (f"depends on {swing.param}: x{min(gains):.2f} to x{max(gains):.2f} over the bands; measure it with "
-            f"{swing.measure}")
+            f"{swing.measure}" + (f" (not evaluated at {', '.join(refused)}: the estimator refuses it)" if refused
+                                  else ""))
 
 
 def _holding(ends: tuple[float, float] | None, ratio: float) -> tuple[float, float] | None:

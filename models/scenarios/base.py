@@ -88,7 +88,9 @@ class Change:
     ``sets`` maps the fitted values and the optional given value to the
     parameters changed; ``param`` names the parameter whose catalogue entry
     checks a given value (""; the change takes none); ``unless`` says why the
-    change does not apply to a fit ("" when it does).
+    change does not apply to a fit ("" when it does); ``leaves_out`` says
+    what the change costs that the model does not have (a what-if's gain is
+    the latch's alone).
     """
 
     name: str
@@ -97,6 +99,7 @@ class Change:
     sets: Callable[[dict[str, Any], float | None], dict[str, Any]]
     param: str = ""
     unless: Callable[[dict[str, Any]], str] | None = None
+    leaves_out: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +107,9 @@ class Band:
     """An assumed value no capture can tell, and the range a fit's what-ifs are redone over.
 
     ``param`` is the parameter, ``low`` and ``high`` the ends of what is plausible, ``what`` what the value is
-    and ``measure`` the measurement that would settle it.  A band applies only where the fit assumed the value.
+    and ``measure`` the measurement that would settle it.  A band applies where the fit assumed the value; a
+    ``relative`` one (ends as multiples of the value) also where the capture gave it but cannot tell how much of
+    it is the workload's (the sessions of a database that other work shares).
     """
 
     param: str
@@ -112,6 +117,11 @@ class Band:
     high: float
     what: str
     measure: str
+    relative: bool = False  # the ends are multiples of the value the capture gave (read), not values
+
+    def ends(self, value: float) -> tuple[float, float]:
+        """The band's two ends for a fit whose value of the parameter is ``value``."""
+        return (self.low * value, self.high * value) if self.relative else (self.low, self.high)
 
 
 _REQUIRED: Any = object()  # a fact's default only so that a forgotten one is named by Scenario, not by dataclasses

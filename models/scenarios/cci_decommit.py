@@ -175,7 +175,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     response (queue and service) and MVA gives the service; pages per call
     and calls per rowgroup keep the scenario's values (Obbish's traces).
     """
-    sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
+    sessions, sess_how = evidence.workload_sessions(snap, setup["sessions"], "sessions")
     calls = evidence.need(snap.get("wait", "MEMORY_ALLOCATION_EXT"), "no MEMORY_ALLOCATION_EXT waits to count OS calls by")
     visits_per_s = calls / snap.interval_s
     evidence.check_wait_budget("MEMORY_ALLOCATION_EXT", snap.get("wait", "MEMORY_ALLOCATION_EXT", "time_ms") * 1000.0,

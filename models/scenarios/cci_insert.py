@@ -309,7 +309,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     that time is the time-out.  The CPU per row is the schedulers' CPU over
     the rows the queries that ran inserted (rows per query assumed).
     """
-    queries, q_how = evidence.setting(snap, "sessions", setup["queries"], "queries")
+    queries, q_how = evidence.workload_sessions(snap, setup["queries"], "queries")
     memory, m_how = evidence.setting(snap, "max_server_memory_mb", setup["max_server_memory_mb"], "max server memory")
     schedulers, sched_how = evidence.schedulers(snap)
     maxdop, maxdop_how = evidence.dop(snap, schedulers)
@@ -344,12 +344,14 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                                      "they timed out")
         bounds["grant_timeout_s"] = (max_ms / 1000.0, max_ms / 1000.0)
     ran = snap.get("wait", "CXCONSUMER") or queries
-    cpu_us = evidence.cpu_ms(snap) * 1000.0 - snap.get("wait", "SOS_SCHEDULER_YIELD") * setup["context_switch_us"]
+    workload_ms, cpu_how = evidence.workload_cpu_ms(snap)
+    yields = snap.get("wait", "SOS_SCHEDULER_YIELD") if snap.setting("database_cpu_ms") is None else 0.0
+    cpu_us = workload_ms * 1000.0 - yields * setup["context_switch_us"]
     assumed = {"rows_per_query": ("rows per insert", "the rows inserted (the columnstore's row count)"),
                "start_gap_s": ("when each insert started", "the queries' start times (sys.dm_exec_requests)")}
     if cpu_us > 0:
         fitted["compress_us_per_row"] = (cpu_us / (ran * setup["rows_per_query"]), "us",
-                                         f"{cpu_us / 1e6:,.1f} s of scheduler CPU over {ran:,.0f} queries of "
+                                         f"{cpu_us / 1e6:,.1f} s of CPU ({cpu_how}) over {ran:,.0f} queries of "
                                          f"{setup['rows_per_query']:,} rows")
     else:
         assumed["compress_us_per_row"] = ("the CPU per row: the capture has no scheduler CPU",
@@ -358,7 +360,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                 "maxdop": (maxdop, maxdop_how), "schedulers": (schedulers, sched_how)}
     behaviour, how = version_behaviour(snap.setting("version"))
     if behaviour is None:
-        assumed["behaviour"] = (how, "a test of a timed-out columnstore insert on this version (Obbish's, seed 001)")
+        assumed["behaviour"] = (how, "a test of a timed-out columnstore insert on this version, as Obbish ran on 2017 (Obbish, 2019)")
     else:
         settings["behaviour"] = (behaviour, how)
     return evidence.Point(fitted, settings, assumed, ran / snap.interval_s, bounds,
@@ -385,7 +387,7 @@ def version_behaviour(version: str | None) -> tuple[str | None, str]:
     if parsed.year == CU14[0]:
         after = parsed.cu is not None and parsed.cu >= CU14[1]
         return ("cu14" if after else "rtm"), (f"{parsed}: {'at or after' if after else 'before'} 2017 CU14, which "
-                                               "Obbish tested (seed 001)")
+                                               "Obbish tested (Obbish, 2019)")
     return None, (f"{parsed}: the sources describe the forced insert's behaviour only on SQL Server 2017 (before "
                   "and after CU14), so it is not known on this version")
 

@@ -74,7 +74,7 @@ def check(values: dict[str, Any]) -> None:
 def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """A fixed set of sessions in a loop: the repairman through the arrival theorem (:func:`closed_repairman`)."""
     cls = evidence.top_class(snap)
-    workers, workers_how = evidence.setting(snap, "sessions", setup["workers"], "workers")
+    workers, workers_how = evidence.workload_sessions(snap, setup["workers"], "workers")
     obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, workers)
     schedulers, sched_how = evidence.schedulers(snap)
     fitted = {"hold_ms": (hold / 1000.0, "ms", how), "think_ms": (think / 1000.0, "ms", how)}
@@ -82,8 +82,10 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     assumed = {"hold_dist": ("the hold's spread: a snapshot gives means", "per-acquire hold times (a trace)"),
                "think_dist": ("the think time's spread", "per-acquire timestamps (a trace)")}
     switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
-    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(workers, schedulers))
-    return evidence.Point(fitted, settings, assumed, visits_per_s,
+    bounds: dict = {}
+    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(workers, schedulers),
+                     queued_us=evidence.runnable_delay_us(snap)[0], bounds=bounds)
+    return evidence.Point(fitted, settings, assumed, visits_per_s, bounds=bounds,
                           caveats=evidence.instance_caveats(snap))
 
 

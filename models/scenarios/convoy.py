@@ -114,8 +114,9 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     assumed = {"arrivals": ("Poisson arrivals assumed: a snapshot has counts, not arrival times",
                             "arrival timestamps (an extended-events trace of batch starts)")}
     switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
-    evidence.handoff(fitted, assumed, obs, switch_us)
-    return evidence.Point(fitted, settings, assumed, lam)
+    bounds: dict = {}
+    evidence.handoff(fitted, assumed, obs, switch_us, queued_us=evidence.runnable_delay_us(snap)[0], bounds=bounds)
+    return evidence.Point(fitted, settings, assumed, lam, bounds=bounds)
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:

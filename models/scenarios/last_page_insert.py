@@ -41,6 +41,7 @@ them equal), but for 200 inserts a session instead of 1,000.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -338,17 +339,23 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     The CPU per row from the schedulers less the hold is the call's CPU before
     it; the rest of the cycle, less the commit's assumed flush, is think time.
     """
-    sessions, sess_how = evidence.setting(snap, "sessions", setup["sessions"], "sessions")
+    sessions, sess_how = evidence.workload_sessions(snap, setup["sessions"], "sessions")
     calls = snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)
     if not calls:
         raise evidence.FitError("the snapshot has no Transactions/sec or Batch Requests/sec counter: the fit needs the "
                        "rows inserted per second (capture the counters, as the script does by default)")
     rows = calls * setup["batch_rows"]
+    index = snap.table("index").sort_values("count", ascending=False)
+    inserted = snap.get("index_insert", index.iloc[0]["name"]) if len(index) else 0.0
+    if 0 < inserted < rows:
+        # Transactions/sec counts the database's other work too: the hot index's own leaf inserts
+        # (leaf_insert_count) are the rows, and the calls follow from the rows per call.
+        rows = inserted
+        calls = rows / setup["batch_rows"]
     visits_per_s = rows / snap.interval_s
     ex = snap.get("wait", "PAGELATCH_EX")
     wait_us = (snap.get("wait", "PAGELATCH_EX", "time_ms") + snap.get("wait", "PAGELATCH_SH", "time_ms")) * 1000.0
     obs = evidence.latch_obs(snap, "BUFFER", "PAGELATCH")
-    index = snap.table("index").sort_values("count", ascending=False)
     instance = ex + snap.get("wait", "PAGELATCH_SH")
     if len(index) and 0 < index.iloc[0]["count"] < 0.999 * instance:
         # Other work waited on other pages too (the wait statistics are the instance's): the hot index's own row
@@ -358,16 +365,26 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     evidence.check_wait_budget("PAGELATCH_EX and PAGELATCH_SH", wait_us, sessions, snap.interval_s,
                        max(snap.get("wait", f"PAGELATCH_{mode}", "max_time_ms") for mode in ("EX", "SH")))
     p, wait = ex / rows, wait_us / rows
+    queued_us, queued_how = evidence.runnable_delay_us(snap)
     charged, charged_how = evidence.feasible_handoff(sessions, sessions / visits_per_s * 1e6, p, obs.handoff_us,
-                                                     evidence.runnable_delay_us(snap)[0])
+                                                     queued_us, evidence.handoff_ceiling_us(snap))
+    if charged_how and charged < obs.handoff_us:
+        # The CPU queueing each wait ended with is the instance's, not the latch's: it leaves the latch wait for
+        # the time between calls (think), which the model's schedulers, without the other work, do not produce.
+        shifted_us = min(queued_us, obs.handoff_us - charged)  # per wait, moved from the latch to the think time
+        waits_here = ex + snap.get("wait", "PAGELATCH_SH") * (ex / max(snap.get("wait", "PAGELATCH_EX"), 1e-9))
+        wait_us = max(wait_us - shifted_us * waits_here, 0.0)
+        wait = wait_us / rows
+        charged_how += f"; {queued_how}, so as much of each wait is left out of the latch's wait"
     hold, _ = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, charged)
     per_page = rows_per_page(setup["row_bytes"])
     work = hold - setup["new_page_us"] / per_page
     queue = wait_us / (snap.interval_s * 1e6)  # workers waiting on a page latch, on average
-    cpu_row = evidence.cpu_ms(snap) * 1000.0 / rows
+    cpu_total_ms, cpu_how = evidence.workload_cpu_ms(snap)
+    cpu_row = cpu_total_ms * 1000.0 / rows
     before = cpu_row - hold - setup["alloc_us"] / per_page - setup["context_switch_us"] * (1 + p)
     flush_us, flush_how = setup["log_flush_us"], ""
-    if snap.get("wait", "WRITELOG") > 0:  # the commit's flush, as the capture measured it (the instance's commits)
+    if snap.get("wait", "WRITELOG") >= 0.5 * calls:  # about a flush wait per call: the inserts' own commits
         flush_us = snap.get("wait", "WRITELOG", "time_ms") * 1000.0 / snap.get("wait", "WRITELOG")
         flush_how = (f"WRITELOG's {snap.get('wait', 'WRITELOG', 'time_ms'):,.0f} ms over "
                      f"{snap.get('wait', 'WRITELOG'):,.0f} waits: the commit's flush per call")
@@ -376,16 +393,18 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
            f"per row, {p:.2f} PAGELATCH_EX waits per row (above 1: some rows wait twice, and the page is seldom free): the repairman and "
            f"the busy-time bound give a hold of {hold:,.1f} us, {work:,.1f} us less the new page's share "
            f"({setup['new_page_us']:g} us per {per_page} rows)")
-    fitted = {"cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of scheduler CPU per row less the latch hold, "
+    fitted = {"cpu_before_us": (before, "us", f"{cpu_row:,.1f} us of CPU per row ({cpu_how}) less the latch hold, "
                                 "the allocation's share and the switches"),
               "think_us": (think, "us", "the cycle per session less the waits, the CPU and the commit's flush "
                            "(Little's law)")}
-    assumed = {"batch_rows": ("rows per call", "the rows inserted (the table's row count) beside the transactions"),
+    assumed = {"batch_rows": ("rows per call", "the insert's code, or leaf_insert_count against Transactions/sec "
+                                               "at a time the database runs nothing else"),
                "row_bytes": ("the row size", "the table's average record size (sys.dm_db_index_physical_stats)"),
                "new_page_us": ("a page split's extra hold is part of the mean hold per row",
                                "the splits' own latch holds (a trace of page splits)"),
                "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
-                                "WRITELOG's wait time per transaction")}
+                                "io_stall_write_ms per write of the database's log file (sys.dm_io_virtual_file_stats), "
+                                "or WRITELOG per wait where the inserts' commits are most of them")}
     if flush_how:
         del assumed["log_flush_us"]
     schedulers, sched_how = evidence.schedulers(snap)
@@ -408,9 +427,25 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     if flush_how:
         settings["log_flush_us"] = (flush_us, flush_how)
     switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
-    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers))
-    caveats = _caveats(snap, calls) + ([charged_how] if charged_how else [])
-    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats)
+    bounds: dict = {}
+    if snap.setting("database_cpu_ms") is not None:
+        # The database's sessions' CPU holds any other work in that database too (as its sessions do: the sessions
+        # band): up to OTHER_IN_DATABASE of it may not be the inserts', which lowers the CPU before the latch and
+        # lengthens the think time by as much.  The ranges hold that span beside the sampling spread.
+        spared = OTHER_IN_DATABASE * cpu_row
+        bounds["cpu_before_us"] = (before - spared, before)
+        bounds["think_us"] = (think, think + spared)
+        caveats_cpu = [f"up to {OTHER_IN_DATABASE:.0%} of the database's CPU may be other work in it, "
+                       f"{spared:,.1f} us a row: the ranges of cpu_before_us and think_us hold that span"]
+    else:
+        caveats_cpu = []
+    if charged < obs.handoff_us:  # the latch's part of the signal wait, the rest CPU queueing
+        obs = dataclasses.replace(obs, handoff_us=charged, signal_us=obs.handoff_us)
+    evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers),
+                     queued_us=queued_us, bounds=bounds)
+    caveats = _caveats(snap, snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)) + (
+        [charged_how] if charged_how else []) + caveats_cpu
+    return evidence.Point(fitted, settings, assumed, visits_per_s, caveats=caveats, bounds=bounds)
 
 
 CALIBRATION_SEED = 1         # the model runs queue_cost makes: one fixed seed, so a fit is a pure function of its input
@@ -452,6 +487,7 @@ def queue_cost(values: dict[str, Any], rows_per_s: float, steps: int = 10) -> tu
 
 
 OTHER_WORK = 1.5  # more batch requests than this many per transaction: the instance ran other work too
+OTHER_IN_DATABASE = 0.2  # the share of the captured database's sessions and CPU that may be other work in it
 
 
 def _caveats(snap: Snapshot, calls: float) -> list[str]:
@@ -465,7 +501,9 @@ def _caveats(snap: Snapshot, calls: float) -> list[str]:
     inserted = snap.table("index_insert")["count"].fillna(0).sum()
     if inserted > 0:
         said.append(f"the index rows count {inserted:,.0f} leaf inserts (leaf_insert_count) for {calls:,.0f} "
-                    f"transactions, {inserted / calls:,.2f} rows per transaction; the fit still assumes one row a call")
+                    f"transactions, {inserted / calls:,.2f} rows per transaction; the fit takes the rows from the "
+                    "fewer of the two (other work's transactions in the database, or several rows a call) and "
+                    "assumes one row a call")
     else:
         said.append("the capture has no leaf_insert_count (index_insert rows), so the rows per call are not known "
                     "and one is assumed")
@@ -574,7 +612,9 @@ CHANGES = (
     Change(name="hash-key", what="a hash-bucket leading key", value="the buckets", param="buckets",
            sets=lambda fitted, given: {"key": "hash-bucket",
                                        "buckets": int(given) if given is not None else fitted["schedulers"]}),
-    Change(name="guid-key", what="a random GUID leading key", value="", sets=lambda fitted, given: {"key": "guid"}),
+    Change(name="guid-key", what="a random GUID leading key", value="", sets=lambda fitted, given: {"key": "guid"},
+           leaves_out="random keys split pages in the middle: pages half full, more of them to keep in memory and "
+                      "read (PAGEIOLATCH), and fragmentation; the model has the splits' latch holds only"),
     Change(name="sequential-key", what="OPTIMIZE_FOR_SEQUENTIAL_KEY", value="",
            sets=lambda fitted, given: {"optimize_for_sequential_key": "on"}),
     Change(name="batch", what="10 rows per call (batching)", value="the rows per call", param="batch_rows",
@@ -591,12 +631,18 @@ SCENARIO = Scenario(
                             "captured user database", rank=2, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
     bands=(
+        Band(param="sessions", low=0.8, high=1.0, relative=True,
+             what="how many of the captured database's sessions run this workload (up to a fifth may be other work "
+                  "in the same database, which no counter tells apart)",
+             measure="sys.dm_exec_requests sampled during the capture, grouped by query_hash, or Query Store's "
+                     "executions per query"),
         Band(param="cpu_under_us", low=2.0, high=40.0,
              what="the row's own work under the leaf latch (the rest of the hold is the queue's cost)",
              measure="a batched insert's time per row (many rows in one call, as Poche's 500-row test)"),
         Band(param="wakeup_us", low=WAKEUP_BAND_US[0], high=WAKEUP_BAND_US[1],
              what="the wake-up of a waiter handed the latch",
-             measure="a capture with no more sessions than schedulers, or a trace of Windows context switches"),
+             measure="a capture at a quiet time with fewer active sessions than schedulers, or a trace of Windows "
+                     "context switches (ETW)"),
         Band(param="log_flush_us", low=9.4, high=1_000.0,
              what="the commit's log flush per call",
              measure="WRITELOG's wait time per wait in the capture (or io_stall_write_ms per write of the log file)"),

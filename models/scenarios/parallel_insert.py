@@ -31,7 +31,7 @@ from models.engine.program import DISTRIBUTIONS, EX, EXPONENTIAL, FIXED, Program
 from models.fitting import evidence
 from models.fitting.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import LOWER_MAXDOP, Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
+from models.scenarios.base import LOWER_MAXDOP, Band, Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload
 
 EXTENT_PAGES = 8
@@ -122,6 +122,19 @@ def build(values: dict[str, Any]) -> Workload:
     )
 
 
+TABLE = "dbo.orders.HEAP"  # the heap the model's insert fills, as the capture script names a heap (index_id 0)
+
+
+def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """The rows the insert wrote (leaf_insert_count of the heap): each log record acquired covers its rows."""
+    acquires = float(result.latch_stats["acquires"].sum()) if len(result.latch_stats) else 0.0
+    rows = round(acquires * float(result.extra.get("rows_per_record", 0.0)))
+    if rows <= 0:
+        return []
+    return [{"source": "index_insert", "name": TABLE, "count": float(rows)},
+            {"source": "index_allocation", "name": TABLE, "count": float(math.ceil(rows / values["rows_per_page"]))}]
+
+
 def check(values: dict[str, Any]) -> None:
     """MAXDOP and the co-tenant must fit on the schedulers; the run must stay bounded."""
     if values["maxdop"] > values["schedulers"]:
@@ -142,7 +155,8 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
-BUSY_SWITCHES = 1.5     # a co-tenant's scheduler switches at least this many times as often as the median one
+BUSY_CPU = 2.0  # a co-tenant's scheduler uses at least this many times the CPU of the workers' median one
+BUSY_SWITCHES = 1.5  # ... or, on an instance with nothing else running, switches this many times the median one
 
 
 def _latch_policy(obs: evidence.LatchObs, cls: str) -> tuple[str, str]:
@@ -181,33 +195,37 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     cls = "NESTING_TRANSACTION_FULL"
     schedulers, sched_how = evidence.schedulers(snap)
     maxdop, maxdop_how = evidence.dop(snap, schedulers)
-    busy, busy_how = -1, "not one SOS_SCHEDULER_YIELD wait: no scheduler is shared"
-    yields = snap.get("wait", "SOS_SCHEDULER_YIELD")
-    sched = snap.table("scheduler")
-    if yields > 0 and len(sched) and (snap.setting("sessions") or 1) >= 2:
-        top = sched.sort_values("count", ascending=False).iloc[0]
-        median = float(sched["count"].median())
-        if top["count"] >= BUSY_SWITCHES * max(median, 1.0):
-            busy = int(top["name"])
-            busy_how = (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits with {snap.setting('sessions')} sessions, and "
-                        f"scheduler {busy} switched {top['count']:,.0f} times (the median scheduler "
-                        f"{median:,.0f}): a CPU-bound query shares it")
-        else:
-            busy_how = (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits, but no scheduler switches {BUSY_SWITCHES:g} "
-                        f"times as often as the median ({top['count']:,.0f} against {median:,.0f}): no co-tenant")
-    per_record = setup["rows"] / log_records(setup)
+    busy, busy_how = find_co_tenant(snap, maxdop)
+    paged = rows_per_page_read(snap)
+    if paged is not None:
+        setup = dict(setup, rows_per_page=paged[0])
     obs = evidence.latch_obs(snap, cls, "LATCH")
+    logged = None
+    counted = _records_from_rows(snap, setup)
+    if counted is not None and not obs.acquires and setup["logging"] == "minimal" \
+            and obs.waits > counted[0] * snap.interval_s + maxdop:
+        # More waits than a minimally logged insert writes records (3 an extent): every page is logged too.
+        setup = dict(setup, logging="full")
+        logged = ("full", f"{obs.waits:,.0f} waits, more than the {counted[0] * snap.interval_s:,.0f} log records a "
+                          "minimally logged insert of those rows writes: fully logged")
+    per_record = setup["rows"] / log_records(setup)
     assumed = {"contender_cost_us": ("a cost that grows with contenders needs the throughput at two MAXDOPs",
                                      "snapshots at two or more MAXDOPs"),
                "rows_per_page": ("rows and log records are not told apart",
-                                 "the rows inserted (the table's row count)")}
+                                 "the rows inserted (the table's row count)"),
+               "cpu_per_log_record_us": ("the CPU of a log record apart from its rows': the time between records "
+                                         "is one sum", "inserts of two row sizes (the time per record against the "
+                                         "rows per record)")}
     fitted: dict[str, tuple[float, str, str]] = {}
+    bounds: dict = {}
     if busy >= 0:
         # Hand-offs to the worker behind the co-tenant wait out its quantum: they swamp the hold, and the
         # workers no longer keep pace (the ones on schedulers of their own finish first).  The CPU per log
         # record still shows: the schedulers' CPU less the co-tenant's (its scheduler's CPU beyond what the
         # median worker's scheduler used), over the records.
-        visits_per_s, rate_how = evidence.visit_rate(snap, cls, obs)
+        counted = _records_from_rows(snap, setup)
+        visits_per_s, rate_how = counted if counted and not obs.acquires else evidence.visit_rate(snap, cls, obs)
+        sched = snap.table("scheduler")
         cpu = sched.set_index(sched["name"].astype(int))["time_ms"].fillna(0.0)
         workers = cpu[(cpu.index != busy) & (cpu > 0)]
         co_tenant = max(float(cpu.get(busy, 0.0)) - float(workers.median()) if len(workers) else 0.0, 0.0)
@@ -219,11 +237,14 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
         assumed["wakeup_us"] = evidence.SHARED_HANDOFF
     else:
         unfair = _latch_policy(obs, cls)[0] == "unfair"
-        obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair)
+        counted = _records_from_rows(snap, setup)
+        obs, visits_per_s, rate_how, hold, think, how = evidence.closed_latch_core(snap, cls, maxdop, unfair=unfair,
+                                                                                   counted=counted)
         fitted["hold_us"] = (hold, "us", how)
         if not unfair:  # an unfair latch hands nothing off: its few waits say nothing of a hand-off
             switch_us = setup["context_switch_us"]  # the model's own switch, as assumed
-            evidence.handoff(fitted, assumed, obs, switch_us)
+            evidence.handoff(fitted, assumed, obs, switch_us, queued_us=evidence.runnable_delay_us(snap)[0],
+                             bounds=bounds)
     cpu_row = (think - setup["cpu_per_log_record_us"]) / per_record
     fitted["cpu_per_row_us"] = (cpu_row, "us", f"the {think:,.1f} us between log records ({rate_how}, Little's "
                                 f"law) less {setup['cpu_per_log_record_us']:g} us per record, over {per_record:.1f} "
@@ -235,7 +256,75 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                               "a CPU profile of the spinning (ETW sampling)")
     settings = {"maxdop": (maxdop, maxdop_how), "schedulers": (schedulers, sched_how),
                 "policy": (policy, policy_how), "busy_scheduler": (busy, busy_how)}
-    return evidence.Point(fitted, settings, assumed, visits_per_s)
+    if paged is not None:
+        settings["rows_per_page"] = paged
+        del assumed["rows_per_page"]
+    if logged is not None:
+        settings["logging"] = logged
+    elif counted is not None and not obs.acquires:
+        assumed["logging"] = ("minimal or full logging changes the log records per row, which the waits allow "
+                              "either way", "the database's recovery model and the insert's TABLOCK hint (minimal "
+                              "logging needs both), or the latch_acquired count")
+    return evidence.Point(fitted, settings, assumed, visits_per_s, bounds=bounds)
+
+
+def find_co_tenant(snap: Snapshot, maxdop: int) -> tuple[int, str]:
+    """The scheduler a CPU-bound query shares with the insert's workers (-1: none), and why.
+
+    A co-tenant burns whole quanta, so its scheduler's CPU stands out among the workers' (the busiest maxdop
+    schedulers; idle ones, or other work spread over every scheduler, would hide or fake it).  Where nothing but
+    the insert runs, a scheduler that switches BUSY_SWITCHES times as often as the median (idle ones included)
+    stands out even while the workers keep their own CPUs as busy.
+    """
+    yields = snap.get("wait", "SOS_SCHEDULER_YIELD")
+    sched = snap.table("scheduler")
+    if not (yields > 0 and len(sched) and (snap.setting("sessions") or 1) >= 2):
+        return -1, "not one SOS_SCHEDULER_YIELD wait: no scheduler is shared"
+    ranked = sched.assign(cpu=sched["time_ms"].fillna(0.0)).sort_values("cpu", ascending=False)
+    top, median = ranked.iloc[0], float(ranked["cpu"].iloc[1:max(maxdop, 2)].median())
+    if top["cpu"] >= BUSY_CPU * max(median, 1.0):
+        return int(top["name"]), (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits with {snap.setting('sessions')} "
+                                  f"sessions, and scheduler {int(top['name'])} used {top['cpu']:,.0f} ms of CPU (the "
+                                  f"median of the {maxdop} busiest {median:,.0f}): a CPU-bound query shares it")
+    switching = ranked.sort_values("count", ascending=False).iloc[0]
+    typical = max(float(sched["count"].median()), 1.0)
+    if (ranked["cpu"].iloc[maxdop + 1:] <= 0).all() and switching["count"] >= BUSY_SWITCHES * typical:
+        return int(switching["name"]), (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits with {snap.setting('sessions')} "
+                                        f"sessions, nothing else running, and scheduler {int(switching['name'])} "
+                                        f"switched {switching['count']:,.0f} times (the median scheduler "
+                                        f"{typical:,.0f}): a CPU-bound query shares it")
+    return -1, (f"{yields:,.0f} SOS_SCHEDULER_YIELD waits, but no scheduler uses {BUSY_CPU:g} times the median CPU "
+                f"of the busiest ({top['cpu']:,.0f} against {median:,.0f} ms): no co-tenant")
+
+
+def _records_from_rows(snap: Snapshot, setup: dict[str, Any]) -> tuple[float, str] | None:
+    """Log records per second from the rows the most-inserted table took (leaf_insert_count), None without them.
+
+    Each record the insert logs under the latch covers rows / log_records rows (the assumed rows per page and
+    logging set it): the default capture's index rows stand for the latch_acquired count it lacks.
+    """
+    if not snap.has("index_insert"):
+        return None
+    inserts = snap.table("index_insert").sort_values("count", ascending=False).iloc[0]
+    if not inserts["count"] > 0:
+        return None
+    per_record = setup["rows"] / log_records(setup)
+    records = float(inserts["count"]) / per_record
+    return records / snap.interval_s, (f"{inserts['count']:,.0f} rows inserted into {inserts['name']} "
+                                       f"(leaf_insert_count) at {per_record:,.1f} rows per log record")
+
+
+def rows_per_page_read(snap: Snapshot) -> tuple[int, str] | None:
+    """Rows per page from the most-inserted table's rows over its leaf pages allocated, None without both."""
+    if not snap.has("index_insert") or not snap.has("index_allocation"):
+        return None
+    inserts = snap.table("index_insert").sort_values("count", ascending=False).iloc[0]
+    pages = snap.get("index_allocation", inserts["name"])
+    if not pages > 0 or not inserts["count"] > 0:
+        return None
+    per_page = max(1, min(8060, round(float(inserts["count"]) / pages)))
+    return per_page, (f"{inserts['count']:,.0f} rows over {pages:,.0f} leaf pages allocated to {inserts['name']} "
+                      "(leaf_insert_count over leaf_allocation_count)")
 
 
 def claims(clue: evidence.Clue) -> list[str] | None:
@@ -261,7 +350,9 @@ CHANGES = (
     LOWER_MAXDOP,
     Change(name="unfair-latch", what="trace flag 3933: the unfair latch", value="",
            sets=lambda fitted, given: {"policy": "unfair"},  # the flag reaches only nesting-transaction latches
-           unless=lambda fitted: "the latch is unfair already" if fitted.get("policy") == "unfair" else ""),
+           unless=lambda fitted: "the latch is unfair already" if fitted.get("policy") == "unfair" else "",
+           leaves_out="trace flag 3933 is White's test of the unfair latch on SQL Server 2019 CTP 2.5 to 2022 CTP "
+                      "2.1, not a documented setting: test it away from production first"),
     Change(name="move-co-tenant", what="move the co-tenant off the insert", value="its new scheduler (-1: none)",
            sets=_move_co_tenant, param="busy_scheduler",
            unless=lambda fitted: "no co-tenant was found" if fitted["busy_scheduler"] < 0 else ""),
@@ -272,9 +363,12 @@ SCENARIO = Scenario(
     name="parallel-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
     throughput=Throughput(counts="log records"),
     reported_waits=("LATCH",),
-    capture=Capture(session_param=None, rows=no_rows,
+    capture=Capture(session_param=None, rows=capture_rows,
                     sessions=lambda values: 1 + (values["busy_scheduler"] >= 0)),  # the insert, and the co-tenant
     diagnosis=DiagnosisRule(label="NESTING_TRANSACTION_FULL", looks_like="LATCH_EX, on that latch class", rank=1,
                             claims=claims),
     estimate=estimate, size_run=size_run, size_params=("rows",), changes=CHANGES,
+    bands=(Band(param="cpu_per_log_record_us", low=0.0, high=10.0,
+                what="the CPU of a log record apart from its rows'",
+                measure="inserts of two row sizes (the time per record against the rows per record)"),),
 )

@@ -34,6 +34,13 @@ COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writ
 COVERAGE_MISSPECIFIED = DATA_DIR / "coverage_misspecified.csv"  # ``python -m models sweep coverage_misspecified``
 MISSPECIFIED_TRIPS = "coverage_misspecified_trips.csv"  # every trip of that study, beside it
 CPU_UNDER_TEST = DATA_DIR / "cpu_under_test.csv"  # ``python -m models sweep cpu_under_test``
+COVERAGE_REALISTIC = DATA_DIR / "coverage_realistic.csv"  # ``python -m models sweep coverage_realistic``
+REALISTIC_TRIPS = DATA_DIR / "coverage_realistic_trips.csv"  # every trip of that study, beside it
+REALISTIC_BANDS = DATA_DIR / "coverage_realistic_bands.csv"  # its variant with the banded values drawn
+# A DBA's capture of a busy instance: the hot page under the DBA's names, other work, no extended events
+# (scripts/make_captures.py writes it beside its copy in the test corpus, tests/captures/hot_page_busy_instance.csv).
+DBA_CAPTURE = DATA_DIR / "dba_capture.csv"
+CORPUS = DATA_DIR.parent.parent / "tests" / "captures"  # the captures the fit is judged on, each with its truth
 
 
 def _fitted(x: Any) -> Any:
@@ -130,15 +137,26 @@ def snapshot_rows(snap: Snapshot) -> pd.DataFrame:
     return pd.concat([settings, rows], ignore_index=True).fillna("")
 
 
+def _three(x: float) -> str:
+    """A band's end as the page shows it: three significant digits (a band is an assumption's span, not a measure)."""
+    x = significant(float(x), 3)
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def params_frame(f: fitting.Fit) -> pd.DataFrame:
-    """The fitted model's parameters: estimate, range, unit, and where each comes from."""
+    """The fitted model's parameters: estimate, range, unit, where each comes from, and (where a band moves it) its
+    span over the bands of what no capture tells."""
     rows = []
+    banded = any(e.band_low is not None for e in f.params.values())
     for name, e in f.params.items():
         number = not isinstance(e.estimate, str)
         ranged_ = number and e.low != e.high
         estimate, low, high = ranged(e.estimate, e.low, e.high) if ranged_ else (_fitted(e.estimate), "", "")
-        rows.append({"parameter": name, "estimate": estimate, "low": low, "high": high,
-                     "unit": e.unit, "from": f"{e.basis}, CLIPPED at the model's bound" if e.clipped else e.basis})
+        row = {"parameter": name, "estimate": estimate, "low": low, "high": high, "unit": e.unit,
+               "from": f"{e.basis}, CLIPPED at the model's bound" if e.clipped else e.basis}
+        if banded:
+            row["over the bands"] = "" if e.band_low is None else f"{_three(e.band_low)} to {_three(e.band_high)}"
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -182,6 +200,8 @@ def whatif_shown(table: pd.DataFrame, under: dict[str, Any] | None = None) -> pd
         label = f"× now, work under the latch {under['standing_low']:g} to {under['standing_high']:g} µs"
         band[label] = [f"{under[c][0]:.2f} to {under[c][1]:.2f}" if c in UNDER_GAINS else
                        ("" if c == "now" else "not run") for c in table["change"]]
+    if "verdict" in table and table["verdict"].fillna("").astype(bool).any():
+        band["across the bands"] = table["verdict"].fillna("").str.split(" \\(", n=1).str[0]
     return pd.DataFrame({
         "change": table["change"],
         "× now": table["vs_now"].map(lambda x: f"{x:.2f}"),
@@ -483,6 +503,102 @@ def coverage_summary(path: Path = COVERAGE) -> dict[str, Any]:
             "pooled_without_handoff": float(stored.loc[stored["parameter"] != "wakeup_us", "covered"].sum()
                                             / stored.loc[stored["parameter"] != "wakeup_us", "fitted"].sum()),
             "scenarios": int(stored["scenario"].nunique())}
+
+
+# ----------------------------------------------------------------------------- a DBA's capture (issue 41)
+
+
+def top_waits(snap: Snapshot, count: int = 8) -> pd.DataFrame:
+    """The capture's waits by time, the idle ones marked: what a DBA sees first in sys.dm_os_wait_stats."""
+    waits = snap.table("wait").sort_values("time_ms", ascending=False).head(count)
+    return pd.DataFrame({
+        "wait": waits["name"],
+        "ms per second": (waits["time_ms"] / snap.interval_s).map(lambda x: f"{x:,.0f}"),
+        "waits per second": (waits["count"] / snap.interval_s).map(lambda x: f"{x:,.0f}"),
+        "signal share": [f"{s / t:.0%}" if t else "" for s, t in zip(waits["signal_time_ms"].fillna(0), waits["time_ms"])],
+        "ranked": ["no (idle or CPU queueing)" if w in fitting.BENIGN else "yes" for w in waits["name"]]})
+
+
+def diagnosis_frame(d: fitting.Diagnosis) -> pd.DataFrame:
+    """A diagnosis as rows: its evidence, what to look at next, and what the capture lacks."""
+    rows = [("evidence", line) for line in d.evidence] + [("look at next", line) for line in d.advice]
+    rows += [("not in the capture", line) for line in d.missing]
+    return pd.DataFrame(rows, columns=["", "what the tool says"])
+
+
+def attribution_frame(f: fitting.Fit) -> pd.DataFrame:
+    """What the fit charged to the modelled workload and what it set aside as the instance's other work."""
+    rows = [("charged to the workload", line) for line in f.caveats]
+    rows += [("background", line) for line in f.background]
+    return pd.DataFrame(rows, columns=["", "what the fit did with the capture's counts"])
+
+
+def bands_table() -> pd.DataFrame:
+    """Every value no capture can tell that a scenario bands, its range and the measurement that would settle it
+    (from each Scenario's bands: one home)."""
+    rows = []
+    for spec in models.scenarios().values():
+        for band in spec.bands:
+            span = (f"{band.low:g} to {band.high:g} times the capture's" if band.relative
+                    else f"{band.low:g} to {band.high:g} {spec.param(band.param).unit}".strip())
+            rows.append({"scenario": spec.name, "value": band.param, "band": span, "what it is": band.what,
+                         "measure it with": band.measure})
+    return pd.DataFrame(rows)
+
+
+def corpus_frame(root: Path = CORPUS) -> pd.DataFrame:
+    """Every capture of the corpus: where it comes from, the diagnosis its truth expects, and what the tool said."""
+    import json
+
+    rows = []
+    for path in sorted([*root.glob("*.csv"), *(root / "published").glob("*.csv")]):
+        known = json.loads(path.with_suffix(".truth.json").read_text())
+        f = fitting.answer(parse(path.read_text(encoding="utf-8-sig"), where=path.name))
+        said = ("fitted" if f.params else f"refused: {f.refusal[:80]}..." if f.refusal else "no model")
+        rows.append({"capture": path.stem, "source": known["source"], "expected": known["diagnosis"][0],
+                     "diagnosis": f.diagnosis.name, "right": f.diagnosis.name in known["diagnosis"], "model": said})
+    return pd.DataFrame(rows)
+
+
+def coverage_realistic_table(path: Path = COVERAGE_REALISTIC) -> pd.DataFrame:
+    """The realistic coverage study as the page shows it: beside the 95% ranges, how often the span over the bands
+    held the truth."""
+    stored = pd.read_csv(path)
+    stored = stored[stored["fitted"] > 0].reset_index(drop=True)
+    shown = coverage_table(path)
+    shown = shown[shown["parameter"].notna()].reset_index(drop=True)
+    shown["span over the bands held it"] = [f"{b:.0%}" for b in stored["band_coverage"]]
+    return shown
+
+
+def coverage_realistic_summary(path: Path = COVERAGE_REALISTIC, trips_path: Path = REALISTIC_TRIPS,
+                               bands_path: Path = REALISTIC_BANDS) -> dict[str, Any]:
+    """The realistic study's headline numbers: trips, refusals (misdiagnoses included), pooled coverage of the
+    ranges and of the spans over the bands, the hot page's ranges apart by whether the misfit check widened them,
+    and the variant whose banded values were drawn (its refusals and band coverage)."""
+    stored = pd.read_csv(path)
+    fitted_rows = stored[stored["fitted"] > 0]
+    worst = fitted_rows.loc[fitted_rows["coverage"].idxmin()]
+    fitted = fitted_rows["fitted"]
+    trips = pd.read_csv(trips_path, keep_default_na=False)
+    trips = trips[(trips["refused"] == "") & (trips["parameter"] != "")]
+    hot = trips[trips["scenario"] == "last-page-insert"]
+    widened = hot["widened"].astype(str).str.lower() == "true"
+    covered = hot["covered"].astype(str).str.lower() == "true"
+    banded = pd.read_csv(bands_path)
+    banded_fitted = banded[banded["fitted"] > 0]
+    return {"trips": int(stored["trips"].min()), "scenarios": int(stored["scenario"].nunique()),
+            "refused": int(stored.drop_duplicates("scenario")["refused"].sum()),
+            "pooled": float(fitted_rows["covered"].sum() / fitted.sum()),
+            "pooled_band": float((fitted_rows["band_coverage"] * fitted).sum() / fitted.sum()),
+            "lowest": float(worst["coverage"]), "lowest_where": f"{worst['scenario']}'s {worst['parameter']}",
+            "lowest_band": float(fitted_rows["band_coverage"].min()),
+            "hot_unwidened": int((~widened).sum()), "hot_unwidened_covered": float(covered[~widened].mean()),
+            "hot_widened_covered": float(covered[widened].mean()),
+            "band_trips": int(banded["trips"].max()),
+            "band_refused": {row.scenario: int(row.refused) for row in banded.drop_duplicates("scenario").itertuples()},
+            "band_variant_coverage": float((banded_fitted["band_coverage"] * banded_fitted["fitted"]).sum()
+                                           / banded_fitted["fitted"].sum()) if len(banded_fitted) else math.nan}
 
 
 if __name__ == "__main__":
