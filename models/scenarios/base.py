@@ -215,6 +215,27 @@ def _half_maxdop(fitted: dict[str, Any], given: float | None) -> dict[str, Any]:
     return {"maxdop": int(given) if given is not None else max(1, fitted["maxdop"] // 2)}
 
 
+# The share of the captured database's sessions that may be other work in that database (the capture tells the
+# database's sessions and CPU apart from the instance's, not one workload's from another's in the same database).
+OTHER_IN_DATABASE = 0.2
+
+
+def database_share_band(param: str) -> Band:
+    """The band two scenarios share over how many of the captured database's sessions (``param``) run the workload."""
+    return Band(param=param, low=1.0 - OTHER_IN_DATABASE, high=1.0, relative=True,
+                what=f"how many of the captured database's sessions run this workload (up to "
+                     f"{OTHER_IN_DATABASE:.0%} may be other work in the same database, which no counter tells apart)",
+                measure="sys.dm_exec_requests sampled during the capture, grouped by query_hash, or Query Store's "
+                        "executions per query")
+
+
+def wakeup_band(low: float, high: float) -> Band:
+    """The band two scenarios share over the wake-up of a waiter handed the latch (models.calibration's)."""
+    return Band(param="wakeup_us", low=low, high=high, what="the wake-up of a waiter handed the latch",
+                measure="a capture at a quiet time with fewer active sessions than schedulers, or a trace of "
+                        "Windows context switches (ETW)")
+
+
 # A change two scenarios share (the parallel insert and the columnstore insert both run at a MAXDOP).
 LOWER_MAXDOP = Change(name="lower-maxdop", what="lower MAXDOP (to half)", value="the new MAXDOP", sets=_half_maxdop,
                       param="maxdop", unless=lambda fitted: "MAXDOP is 1 already" if fitted["maxdop"] <= 1 else "")

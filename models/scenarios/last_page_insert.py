@@ -58,7 +58,9 @@ from models.fitting import evidence
 from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
 from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
-from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import (
+    OTHER_IN_DATABASE, Band, Capture, Change, DiagnosisRule, Scenario, Throughput, database_share_band, wakeup_band,
+)
 from models.workload import IndexSpec, LatchSpec, Workload, simulate
 
 PAGE_ROW_BYTES = 8_096   # an 8,192-byte page less its 96-byte header
@@ -487,7 +489,6 @@ def queue_cost(values: dict[str, Any], rows_per_s: float, steps: int = 10) -> tu
 
 
 OTHER_WORK = 1.5  # more batch requests than this many per transaction: the instance ran other work too
-OTHER_IN_DATABASE = 0.2  # the share of the captured database's sessions and CPU that may be other work in it
 
 
 def _caveats(snap: Snapshot, calls: float) -> list[str]:
@@ -631,18 +632,11 @@ SCENARIO = Scenario(
                             "captured user database", rank=2, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
     bands=(
-        Band(param="sessions", low=0.8, high=1.0, relative=True,
-             what="how many of the captured database's sessions run this workload (up to a fifth may be other work "
-                  "in the same database, which no counter tells apart)",
-             measure="sys.dm_exec_requests sampled during the capture, grouped by query_hash, or Query Store's "
-                     "executions per query"),
+        database_share_band("sessions"),
         Band(param="cpu_under_us", low=2.0, high=40.0,
              what="the row's own work under the leaf latch (the rest of the hold is the queue's cost)",
              measure="a batched insert's time per row (many rows in one call, as Poche's 500-row test)"),
-        Band(param="wakeup_us", low=WAKEUP_BAND_US[0], high=WAKEUP_BAND_US[1],
-             what="the wake-up of a waiter handed the latch",
-             measure="a capture at a quiet time with fewer active sessions than schedulers, or a trace of Windows "
-                     "context switches (ETW)"),
+        wakeup_band(*WAKEUP_BAND_US),
         Band(param="log_flush_us", low=9.4, high=1_000.0,
              what="the commit's log flush per call",
              measure="WRITELOG's wait time per wait in the capture (or io_stall_write_ms per write of the log file)"),

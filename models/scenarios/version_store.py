@@ -40,7 +40,9 @@ from models.fitting import evidence
 from models.fitting.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
-from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import (
+    Band, Capture, Change, DiagnosisRule, Scenario, Throughput, database_share_band, wakeup_band,
+)
 from models.result import build as result_of
 from models.workload import LatchSpec, Workload, simulate
 
@@ -368,15 +370,8 @@ SCENARIO = Scenario(
     # The CPU's spread moves the fitted hold by about 1.6% (chapter 9's misspecification trips), beyond its range.
     range_over=(("cpu_dist", "hold_us"),),
     bands=(
-        Band(param="connections", low=0.8, high=1.0, relative=True,
-             what="how many of the captured database's sessions run this workload (up to a fifth may be other work "
-                  "in the same database, which no counter tells apart)",
-             measure="sys.dm_exec_requests sampled during the capture, grouped by query_hash, or Query Store's "
-                     "executions per query"),
-        Band(param="wakeup_us", low=WAKEUP_BAND_US[0], high=WAKEUP_BAND_US[1],
-             what="the wake-up of a waiter handed the latch",
-             measure="a capture at a quiet time with fewer active connections than schedulers, or a trace of "
-                     "Windows context switches (ETW)"),
+        database_share_band("connections"),
+        wakeup_band(*WAKEUP_BAND_US),
         Band(param="new_page_us", low=5.0, high=80.0,
              what="the extra hold of an append that starts a new version-store page",
              measure="a latch hold-time trace (no DMV splits the hold)"),
