@@ -189,6 +189,8 @@ class Fit:
     misfit: list[str] = field(default_factory=list)  # counts the fitted model misses (its ranges widened to match)
     background: list[str] = field(default_factory=list)  # the capture's counts that are the instance's other work
     refusal: str = ""           # why no model was fitted although the diagnosis names one ("" when fitted)
+    # The band ends and the estimates there, for the snapshot they were computed on (band_points: once per fit).
+    band_cache: tuple[Snapshot, list] | None = field(default=None, repr=False, compare=False)
     advice: list[str] = field(default_factory=list)  # what to look at or measure next, from the capture
     missing: list[str] = field(default_factory=list)  # the capture script's default sections the capture lacks
 
@@ -453,7 +455,7 @@ def _check_policy(spec: Scenario, snap: Snapshot, setup: dict[str, Any], given: 
     if given.get("policy") != "unfair" or not snap.has("spinlock"):
         return
     if snap.get("spinlock", LATCH_SPINS) == 0 and snap.table("latch")["count"].fillna(0).sum() > 0:
-        raise FitError(f"assume policy=unfair is contradicted by the capture: its LATCH_SPIN_STATS row shows no "
+        raise FitError("assume policy=unfair is contradicted by the capture: its LATCH_SPIN_STATS row shows no "
                        "collision while latches waited, and an unfair latch's requesters spin before they wait "
                        "(White, 2022: 337,110 collisions in his unfair run); fit without it, or capture with trace "
                        "flag 3933 on to see the unfair latch")
@@ -704,15 +706,24 @@ def _with_setting(snap: Snapshot, spec: Scenario, param: str, value: float) -> S
     return Snapshot(interval_s=snap.interval_s, settings=settings, rows=snap.rows)
 
 
+def band_points(spec: Scenario, snap: Snapshot, fitted: Fit) -> list[tuple[Any, str, float, dict[str, float] | None]]:
+    """Every band end (band, side, value) with the estimates there (None: the estimator refuses it), worked out
+    once per fit and snapshot: the fit's spans and every what-if's band columns read the same points."""
+    if fitted.band_cache is None or fitted.band_cache[0] is not snap:
+        points = [(band, side, value, estimates_at(spec, snap, fitted, band.param, value))
+                  for band, side, value in band_ends(spec, fitted)]
+        fitted.band_cache = (snap, points)
+    return fitted.band_cache[1]
+
+
 def _band_ranges(fitted: Fit, snap: Snapshot, spec: Scenario | None) -> None:
     """Each fitted value's span over the bands (band_low, band_high): its range, and the estimates at every end."""
     if spec is None or not fitted.params:
         return
-    ends = band_ends(spec, fitted)
+    ends = band_points(spec, snap, fitted)
     spans: dict[str, list[float]] = {}
     refused = []
-    for band, side, value in ends:
-        moved = estimates_at(spec, snap, fitted, band.param, value)
+    for band, side, value, moved in ends:
         if moved is None:
             refused.append(f"{band.param}={value:g}")
             continue
@@ -723,7 +734,7 @@ def _band_ranges(fitted: Fit, snap: Snapshot, spec: Scenario | None) -> None:
         if e is None or e.basis != "fitted":
             continue
         low, high = min([e.low, *values]), max([e.high, *values])
-        over = sorted({b.param for b, _, _ in ends})
+        over = sorted({b.param for b, _, _, _ in ends})
         fitted.params[name] = dataclasses.replace(
             e, band_low=low, band_high=high,
             how=e.how + f"; over the bands of what no capture tells ({', '.join(over)}) it spans {low:,.4g} to "

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.fitting.fit import MIN_REPLICATES, TARGET_VISITS, Fit, FitError
-from models.fitting.fit import fit as refit_at
+from models.fitting.fit import TARGET_VISITS, Fit
 from models.fitting.fit import sized, t_quantile
 from models.fitting.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
@@ -279,34 +278,33 @@ class BandGain:
 HELPS = 1.05  # a gain above this everywhere in the bands "helps"; below 1 / HELPS everywhere, "hurts"
 
 
-def gain_bands(fit: Fit, snap: Snapshot, change: str | None = None, value: float | None = None) -> list[BandGain]:
-    """Each band's ends (Scenario.bands, where the fit assumed the value): the change's gain over now at each.
-
-    With ``change`` only that change; without, every change of the scenario (then ``gains`` holds them by name:
-    see :func:`band_table`).
-    """
-    return [b for b in band_table(fit, snap, value).get(change, [])] if change else []
+def gain_bands(fit: Fit, snap: Snapshot, change: str, value: float | None = None) -> list[BandGain]:
+    """``change``'s gain over now at each end of every band that applies (Scenario.bands, where the fit assumed
+    the value): :func:`band_table` for that change alone."""
+    return band_table(fit, snap, value, only=change).get(change, [])
 
 
-def band_table(fit: Fit, snap: Snapshot, value: float | None = None) -> dict[str, list[BandGain]]:
-    """Every change's BandGain for every band that applies, by change name (the fits at each end shared)."""
+def band_table(fit: Fit, snap: Snapshot, value: float | None = None,
+               only: str | None = None) -> dict[str, list[BandGain]]:
+    """Every change's BandGain for every band that applies, by change name (``only``: that change's alone); the
+    band ends and their estimates are the fit's own (:func:`models.fitting.fit.band_points`)."""
     if fit.scenario is None or snap is None:
         return {}
-    from models.fitting.fit import band_ends, estimates_at
+    from models.fitting.fit import band_points
 
     spec = models.get_scenario(fit.scenario)
+    chosen = [c for c in spec.changes if only is None or c.name == only]
     seconds = run_seconds(fit) / 2.0  # the ends move the gain by far more than half the run's noise
     out: dict[str, list[BandGain]] = {}
     ends: dict[tuple[str, str], tuple[float, dict[str, float] | None]] = {}
-    for band, side, end in band_ends(spec, fit):
-        moved = estimates_at(spec, snap, fit, band.param, end)
+    for band, side, end, moved in band_points(spec, snap, fit):
         if moved is None:
             ends[(band.param, side)] = (end, None)
             continue
         base = dict(fit.model_params(), **{band.param: end}, **moved)
         now, _ = _run(spec, base, fit.rate_per_s, seconds)
         gains = {}
-        for each in spec.changes:
+        for each in chosen:
             why = each.unless(base) if each.unless else ""
             if why or now <= 0:
                 continue
@@ -320,7 +318,7 @@ def band_table(fit: Fit, snap: Snapshot, value: float | None = None) -> dict[str
         if (band.param, "low") not in ends:
             continue
         (low, at_low), (high, at_high) = ends[(band.param, "low")], ends[(band.param, "high")]
-        for each in spec.changes:
+        for each in chosen:
             out.setdefault(each.name, []).append(BandGain(
                 band.param, low, high, None if at_low is None else at_low.get(each.name),
                 None if at_high is None else at_high.get(each.name), band.measure))

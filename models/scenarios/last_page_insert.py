@@ -329,6 +329,16 @@ def check(values: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- the fit
 
 
+# What no capture can tell of the hot page (with the sessions' share and the wake-up, Scenario.bands), each with
+# the measurement that would settle it: the one home of that advice, which the estimator's assumed values quote.
+CPU_UNDER_BAND = Band(param="cpu_under_us", low=2.0, high=40.0,
+                      what="the row's own work under the leaf latch (the rest of the hold is the queue's cost)",
+                      measure="a batched insert's time per row (many rows in one call, as Poche's 500-row test)")
+LOG_FLUSH_BAND = Band(param="log_flush_us", low=9.4, high=1_000.0, what="the commit's log flush per call",
+                      measure="io_stall_write_ms per write of the database's log file (sys.dm_io_virtual_file_stats), "
+                              "or WRITELOG per wait where the inserts' commits are most of them")
+
+
 def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     """Sessions inserting at the end of an ascending key: the closed repairman on the last page's EX latch.
 
@@ -370,7 +380,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
     queued_us, queued_how = evidence.runnable_delay_us(snap)
     charged, charged_how = evidence.feasible_handoff(sessions, sessions / visits_per_s * 1e6, p, obs.handoff_us,
                                                      queued_us, evidence.handoff_ceiling_us(snap))
-    if charged_how and charged < obs.handoff_us:
+    if charged < obs.handoff_us:  # feasible_handoff then says why in charged_how
         # The CPU queueing each wait ended with is the instance's, not the latch's: it leaves the latch wait for
         # the time between calls (think), which the model's schedulers, without the other work, do not produce.
         shifted_us = min(queued_us, obs.handoff_us - charged)  # per wait, moved from the latch to the think time
@@ -378,6 +388,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
         wait_us = max(wait_us - shifted_us * waits_here, 0.0)
         wait = wait_us / rows
         charged_how += f"; {queued_how}, so as much of each wait is left out of the latch's wait"
+        obs = dataclasses.replace(obs, handoff_us=charged, signal_us=obs.handoff_us)  # the latch's part of it
     hold, _ = evidence.closed_repairman(sessions, sessions / visits_per_s * 1e6, wait, p, charged)
     per_page = rows_per_page(setup["row_bytes"])
     work = hold - setup["new_page_us"] / per_page
@@ -405,8 +416,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                "new_page_us": ("a page split's extra hold is part of the mean hold per row",
                                "the splits' own latch holds (a trace of page splits)"),
                "log_flush_us": ("the commit's log flush, which the capture does not split from the call",
-                                "io_stall_write_ms per write of the database's log file (sys.dm_io_virtual_file_stats), "
-                                "or WRITELOG per wait where the inserts' commits are most of them")}
+                                LOG_FLUSH_BAND.measure)}
     if flush_how:
         del assumed["log_flush_us"]
     schedulers, sched_how = evidence.schedulers(snap)
@@ -421,9 +431,8 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
         f"{queue:,.1f} workers wait on a page latch; a hold meets fewer at the leaf): the cost per waiter at which the "
         f"model itself inserts {visits_per_s:,.0f} rows/s (without any, {at_zero:,.0f})")
     assumed["cpu_under_us"] = ("the row's own work under the latch (the queue's cost and the work share the hold)",
-                               "a batched insert's time per row (many rows in one call)")
-    hot = snap.table("index").sort_values("count", ascending=False)
-    named = f"waits on one index's last page ({hot.iloc[0]['name']}): an ascending key" if len(hot) else \
+                               CPU_UNDER_BAND.measure)
+    named = f"waits on one index's last page ({index.iloc[0]['name']}): an ascending key" if len(index) else \
         "waits on one index's last page: an ascending key"
     settings = {"sessions": (sessions, sess_how), "schedulers": (schedulers, sched_how), "key": ("identity", named)}
     if flush_how:
@@ -441,8 +450,6 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                        f"{spared:,.1f} us a row: the ranges of cpu_before_us and think_us hold that span"]
     else:
         caveats_cpu = []
-    if charged < obs.handoff_us:  # the latch's part of the signal wait, the rest CPU queueing
-        obs = dataclasses.replace(obs, handoff_us=charged, signal_us=obs.handoff_us)
     evidence.handoff(fitted, assumed, obs, switch_us, evidence.shared_schedulers(sessions, schedulers),
                      queued_us=queued_us, bounds=bounds)
     caveats = _caveats(snap, snap.get("counter", TRANSACTIONS) or snap.get("counter", BATCHES)) + (
@@ -633,12 +640,8 @@ SCENARIO = Scenario(
     estimate=estimate, size_run=size_run, size_params=("inserts_per_session",), changes=CHANGES,
     bands=(
         database_share_band("sessions"),
-        Band(param="cpu_under_us", low=2.0, high=40.0,
-             what="the row's own work under the leaf latch (the rest of the hold is the queue's cost)",
-             measure="a batched insert's time per row (many rows in one call, as Poche's 500-row test)"),
+        CPU_UNDER_BAND,
         wakeup_band(*WAKEUP_BAND_US),
-        Band(param="log_flush_us", low=9.4, high=1_000.0,
-             what="the commit's log flush per call",
-             measure="WRITELOG's wait time per wait in the capture (or io_stall_write_ms per write of the log file)"),
+        LOG_FLUSH_BAND,
     ),
 )
