@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -47,23 +47,31 @@ SUMMARY_FILE = "coverage.csv"
 TRIPS_FILE = "coverage_trips.csv"
 
 
-def run(trips: int = TRIPS, scenarios: list[str] | None = None, progress: bool = True
-        ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary, every trip) of ``trips`` round trips of each scenario (all of :data:`SETUPS` by default)."""
+def run_setups(setups: dict[str, tuple[dict[str, Any], dict[str, float]]], trips: int, scenarios: list[str] | None,
+               progress: bool, label: str, study_options: Callable[[str], dict[str, Any]]
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary, every trip) of ``trips`` round trips of each scenario of ``setups`` (all by default), from
+    :data:`FIRST_TRIP`, with ``study_options(scenario)`` passed on to :func:`models.fitting.coverage.study`."""
     from tqdm import tqdm
 
     frames, seconds = [], {}
-    for scenario in scenarios or list(SETUPS):
-        base, window = SETUPS[scenario]
-        with tqdm(total=trips, desc=f"coverage {scenario}", unit="trip", disable=not progress,
+    for scenario in scenarios or list(setups):
+        base, window = setups[scenario]
+        with tqdm(total=trips, desc=f"{label} {scenario}", unit="trip", disable=not progress,
                   file=sys.stderr) as bar:
-            rows, seconds[scenario] = coverage.study(scenario, base, window, trips=trips,
-                                                     spread=SPREADS.get(scenario, SPREAD),
-                                                     true_values=TRUE_VALUES.get(scenario), first=FIRST_TRIP,
-                                                     progress=lambda done, total: bar.update())
+            rows, seconds[scenario] = coverage.study(scenario, base, window, trips=trips, first=FIRST_TRIP,
+                                                     progress=lambda done, total: bar.update(),
+                                                     **study_options(scenario))
         frames.append(rows)
     every = pd.concat(frames, ignore_index=True)
     return coverage.summary(every, seconds), every
+
+
+def run(trips: int = TRIPS, scenarios: list[str] | None = None, progress: bool = True
+        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary, every trip) of ``trips`` round trips of each scenario (all of :data:`SETUPS` by default)."""
+    return run_setups(SETUPS, trips, scenarios, progress, "coverage", lambda scenario: {
+        "spread": SPREADS.get(scenario, SPREAD), "true_values": TRUE_VALUES.get(scenario)})
 
 
 def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True,

@@ -20,7 +20,6 @@ Run it with ``python -m models sweep coverage_realistic`` (about ten minutes on 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import pandas as pd
 from models.book.analysis.version_store import SETUP as RANDAL_SETUP
 from models.book.analysis.your_server import ROUND_TRIPS
 from models.book.sweep import DATA_DIR, Study, write_table
-from models.book.sweeps.coverage import FIRST_TRIP, SPREAD
+from models.book.sweeps.coverage import SPREAD, run_setups
 from models.fitting import coverage
 from models.fitting.background import draw_background, with_background
 
@@ -83,20 +82,8 @@ def run(trips: int = TRIPS, scenarios: list[str] | None = None, progress: bool =
         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, every trip) of ``trips`` dressed round trips of each scenario (all of :data:`SETUPS` by default);
     with ``bands``, the banded values are drawn too and not told to the fit."""
-    from tqdm import tqdm
-
-    frames, seconds = [], {}
-    for scenario in scenarios or list(SETUPS):
-        base, window = SETUPS[scenario]
-        with tqdm(total=trips, desc=f"realistic coverage {scenario}", unit="trip", disable=not progress,
-                  file=sys.stderr) as bar:
-            rows, seconds[scenario] = coverage.study(scenario, base, window, trips=trips, spread=SPREAD,
-                                                     first=FIRST_TRIP, dress=dressing(scenario),
-                                                     draw_unknown=band_draws(scenario) if bands else None,
-                                                     progress=lambda done, total: bar.update())
-        frames.append(rows)
-    every = pd.concat(frames, ignore_index=True)
-    return coverage.summary(every, seconds), every
+    return run_setups(SETUPS, trips, scenarios, progress, "realistic coverage", lambda scenario: {
+        "spread": SPREAD, "dress": dressing(scenario), "draw_unknown": band_draws(scenario) if bands else None})
 
 
 def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True,
