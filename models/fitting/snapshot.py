@@ -91,9 +91,9 @@ SETTINGS: dict[str, str] = {
     "schedulers": "visible online schedulers (one per logical CPU SQL Server uses)",
     "maxdop": "max degree of parallelism (server setting; 0: as many as schedulers)",
     "sessions": "user sessions that ran a request during the interval (or have one at its end)",
-    "database_sessions": "of those sessions, the ones whose current database is the captured one "
+    "database_sessions": "number of those sessions whose current database is the captured one "
                          "(sys.dm_exec_sessions database_id): the workload apart from the instance's other work",
-    "database_cpu_ms": "the CPU those sessions used over the interval (ms): the increase of sys.dm_exec_sessions "
+    "database_cpu_ms": "CPU those sessions used over the interval (ms): the increase of sys.dm_exec_sessions "
                        "cpu_time summed over the captured database's sessions (a session new since the first read "
                        "counts from 0)",
     "request_dop": "the largest degree of parallelism (dop) of the user requests seen at the two reads",
@@ -102,9 +102,9 @@ SETTINGS: dict[str, str] = {
     "database": "the database whose indexes and Transactions/sec the capture read (text)",
     "database_id": "that database's id (DB_ID(): 1 master, 2 tempdb, 3 model, 4 msdb, 5 and up user databases)",
     "sql_memory_model": "sys.dm_os_sys_info sql_memory_model_desc (text): CONVENTIONAL, LOCK_PAGES or LARGE_PAGES",
-    "runnable_tasks": "the runnable tasks (sys.dm_os_schedulers runnable_tasks_count summed over the visible online "
+    "runnable_tasks": "runnable tasks (sys.dm_os_schedulers runnable_tasks_count summed over the visible online "
                       "schedulers), averaged over the same samples as the page rows: workers waiting for a CPU",
-    "tempdb_data_files": "tempdb's data files (sys.master_files of database 2, type ROWS)",
+    "tempdb_data_files": "number of tempdb's data files (sys.master_files of database 2, type ROWS)",
     "page_samples": "how many samples of sys.dm_os_waiting_tasks the page rows add up (one a second, both reads "
                     "included; an older capture without it sampled the two reads only)",
 }
@@ -470,11 +470,11 @@ def _setting(where: str, line: int, name: str, cell: str) -> Any:
     if name in FLOAT_SETTINGS:
         if not low <= value <= high:
             raise OutOfRange(f"{where} line {line}: setting {name}={shown(cell)} is out of range: use a number from "
-                             f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
+                             f"{low:,} to {high:,}; {name}: {SETTINGS[name]}")
         return value
     if not value.is_integer() or not low <= value <= high:
         raise OutOfRange(f"{where} line {line}: setting {name}={shown(cell)} is out of range: use a whole number from "
-                         f"{low:,} to {high:,}; {name} is the {SETTINGS[name]}")
+                         f"{low:,} to {high:,}; {name}: {SETTINGS[name]}")
     return int(value)
 
 
