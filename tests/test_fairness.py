@@ -203,7 +203,12 @@ def band():
 
 
 def test_the_band_pins_hold_plus_handoff_and_spans_whites_bounds():
-    assert fx.lower_handoff_us() == pytest.approx(1e6 / fx.RECORDS)  # (5.5 s - 4.5 s) / R
+    # h >= (fair - unfair - idle) / W: about 1.3 us at face value with the model's idle, none at the narrow end.
+    bound = fx.lower_handoff_range_us()
+    assert bound["face_value"] == pytest.approx((1.0 - bound["idle_s"]) * 1e6 / 271_458)
+    assert 0.5 < bound["idle_s"] < 0.8 and 1.0 < bound["face_value"] < 1.6
+    assert bound["narrowest_gap"] < 0 < bound["face_value"] < bound["widest_gap"]
+    assert fx.lower_handoff_us(idle_s=0.0) == pytest.approx(1e6 / 271_458)
     assert min(fx.BAND_HANDOFFS_US) <= 3.0 and max(fx.BAND_HANDOFFS_US) == fx.HANDOFF_US
     for h in fx.BAND_HANDOFFS_US:
         setup = fx.band_setup(h)
