@@ -215,8 +215,8 @@ def corpus() -> list[Capture]:
                    other_waits={"WRITELOG": (20.0, 0.8), "ASYNC_NETWORK_IO": (10.0, 2.0),
                                 "SOS_SCHEDULER_YIELD": (200.0, 0.0), "PAGEIOLATCH_SH": (5.0, 3.0)},
                    runnable_delay_ms=0.05),
-        seed=2008, source=Model("cci-insert", dict(cci_book.SETUP, start_gap_s=1.0, seed=108), start_s=0.5,
-                                interval_s=None),
+        seed=2008, source=Model("cci-insert", dict(cci_book.SETUP, delta_us_per_row=4.16, schedulers=8,  # as generated
+                                                   start_gap_s=1.0, seed=108), start_s=0.5, interval_s=None),
         notes="the inserts start a second apart (start_gap_s 1.0) so the two that wait begin after the first read; "
               "the capture runs to the end of the run; the other sessions add to the sessions setting"))
     out.append(Capture(
