@@ -399,8 +399,8 @@ def parameter_table() -> pd.DataFrame:
          "not quantified: a placeholder equal to compress_us_per_row (no source measures a columnstore "
          "delta-store insert), so the model ranks neither; finish times on CU14 are the placeholder's"),
         ("cci-insert", "schedulers", f"{SCHEDULERS}",
-         f"Obbish's four-core desktop, one scheduler per core; finish times also shown at "
-         f"{HYPERTHREADED_SCHEDULERS} (were it hyperthreaded, which he does not say)"),
+         f"his machine taken to be the four-core desktop of another post, one scheduler per core; finish times "
+         f"also shown at {HYPERTHREADED_SCHEDULERS} (were it hyperthreaded, which he does not say)"),
         ("cci-insert", "rows per worker", "an even split, fixed at the start",
          "assumed (Obbish: parallel inserts hand rows out on demand)"),
         ("cci-decommit", "rowgroups", f"{ROWGROUPS}", "10,485,760 rows"),
