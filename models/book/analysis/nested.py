@@ -78,10 +78,12 @@ def alone_ms(slowdown: float = LARGEST_SLOWDOWN) -> float:
     """The fast query alone at MAXDOP 8 (ms, full scale) if the co-tenant slowed it ``slowdown`` times."""
     return OBBISH_BUSY[ALONE_BOUND_MAXDOP]["elapsed_ms"] / slowdown
 
-# The hand-off is the book's one hand-off, White's measurement of this very latch class (models.calibration:
-# 7.7 us wake-up + 2.0 us switch, an upper bound).  The hold is fitted to the bound above, read as an
-# equality: the fast query alone at MAXDOP 8 takes ALONE_BOUND_MS (fit_hold(**CALIBRATED) = 3.826 us; the
-# tests check the stored value).  No contender cost: nothing measured sets one (contender_cost_us stays a
+
+# The hand-off h is the book's one: set to White's signal wait per waited grant on this very latch class
+# (models.calibration: 7.7 us wake-up + 2.0 us switch), a measurement that bounds h from above.  The hold is
+# fitted to the 30 end of the bound above: the fast query alone at MAXDOP 8 takes ALONE_BOUND_MS
+# (fit_hold(**CALIBRATED) = 3.826 us; the tests check the stored value; slowdown_table refits it at 25).
+# No contender cost: nothing measured sets one (contender_cost_us stays a
 # what-if).  rows = 101,360 is 1,810 whole extents of 7-row pages: 5,430 records, 347,520 at full scale
 # (Obbish's 347,435 to 0.03%).
 CALIBRATED = dict(wakeup_us=WAKEUP_US, context_switch_us=CONTEXT_SWITCH_US)
@@ -99,7 +101,8 @@ SETUP: dict[str, Any] = dict(
 # (fairness.lower_handoff_us / lower_handoff_range_us).
 LOW_HANDOFF = dict(wakeup_us=WAKEUP_BAND_US[0], context_switch_us=CONTEXT_SWITCH_US)
 LOW_HANDOFF_US = sum(LOW_HANDOFF.values())
-LOW_END = f"{LOW_HANDOFF_US:.1f} µs (switch + least wake-up)"   # the band's low end: the comparison's second model column
+# the band's low end: the comparison table's second model column
+LOW_END = f"{LOW_HANDOFF_US:.1f} µs (switch + least wake-up)"
 BAND: dict[str, dict[str, float]] = {
     "9.7 µs (White, main)": CALIBRATED,
     LOW_END: LOW_HANDOFF,
@@ -385,8 +388,10 @@ def slowdown_table(slowdowns: Iterable[float] = SLOWDOWN_RANGE, labels: Iterable
                 "hold (µs, fitted)": setup["hold_us"], "S1 = hold + h (µs)": setup["hold_us"] + h,
                 "N* fast": saturation_maxdop("fast", setup["hold_us"], h),
                 "N* slow": saturation_maxdop("slow", setup["hold_us"], h),
-                "fast: best MAXDOP": tipping_point(curve, "fast"), "fast: rise after it (%)": rise_after_turn(curve, "fast"),
-                "slow: best MAXDOP": tipping_point(curve, "slow"), "slow: rise after it (%)": rise_after_turn(curve, "slow"),
+                "fast: best MAXDOP": tipping_point(curve, "fast"),
+                "fast: rise after it (%)": rise_after_turn(curve, "fast"),
+                "slow: best MAXDOP": tipping_point(curve, "slow"),
+                "slow: rise after it (%)": rise_after_turn(curve, "slow"),
                 "co-tenant 8: elapsed (s)": busy.loc[8, "elapsed_ms"] / 1000,
                 "co-tenant 8: waited (%)": 100 * busy.loc[8, "waited"],
                 "slowdown at 8": busy.loc[8, "slowdown"],
@@ -611,7 +616,8 @@ def comparison_table(curve: pd.DataFrame, curve_low: pd.DataFrame, busy: pd.Data
                  f"{_pct(b.loc[8, 'elapsed_ms'], OBBISH_BUSY[8]['elapsed_ms'])}"
                  + ("" if at25 is None else
                     f"; with the hold fitted at {lo:g} times, {at25['slowdown at 8']:.1f} times, inside the range, "
-                    f"from the same kind of excess ({100 * (at25['co-tenant 8: elapsed (s)'] * 1000 / OBBISH_BUSY[8]['elapsed_ms'] - 1):+.0f}%)")))
+                    "from the same kind of excess "
+                    f"({100 * (at25['co-tenant 8: elapsed (s)'] * 1000 / OBBISH_BUSY[8]['elapsed_ms'] - 1):+.0f}%)")))
     rows.append(("co-tenant: slow query against fast, MAXDOP 8", "slow query faster (figures in an image)",
                  f"{_ci(s.loc[8, 'elapsed_ms'] / 1000, s.loc[8, 'elapsed_ms_ci95'] / 1000, '.1f')} vs "
                  f"{_ci(b.loc[8, 'elapsed_ms'] / 1000, b.loc[8, 'elapsed_ms_ci95'] / 1000, '.1f')} s", "not run",
