@@ -29,7 +29,28 @@ server with mean service S) is solved exactly by Mean Value Analysis:
 
 The Universal Scalability Law models relative capacity as
 :math:`C(N) = N / (1 + \sigma (N-1) + \kappa N (N-1))`, with its peak at
-:math:`N^* = \sqrt{(1-\sigma)/\kappa}`.
+:math:`N_{peak} = \sqrt{(1-\sigma)/\kappa}` (Gunther writes it :math:`N^*`; the book keeps
+:math:`N^*` for the concurrency at which the latch saturates).
+
+A scheduler that also runs other work is an M/G/1 queue with vacations
+(Takagi, 1991): while the other work has the CPU the latch holder's requests
+wait, as if the server were away.  With multiple vacations of length
+:math:`V` and exhaustive service (the server leaves only when the queue is
+empty) the mean wait is the Pollaczek-Khinchine term plus the mean residual
+vacation,
+
+.. math:: W_q = \frac{\lambda E[S^2]}{2(1-\rho)} + \frac{E[V^2]}{2E[V]};
+
+with gated service (a visit serves only those who were waiting when it
+began) a third term, :math:`\rho E[V]/(1-\rho)`, is added
+(:func:`vacation_queue` derives it).
+
+Any work-conserving order of service that does not look at the service
+times (an unfair latch whose spinners take it the instant it frees, in
+whatever order) has the same mean wait as FIFO; FIFO has the least variance
+(Kingman, 1962).  :func:`mg1_wait_variance` gives FIFO's, from the
+second moment :math:`E[W^2] = 2E[W]^2 + \lambda E[S^3]/(3(1-\rho))` (Takács;
+Kleinrock, 1975).
 
 Times are in whatever unit the caller uses consistently (the book uses ms).
 """
@@ -362,3 +383,97 @@ def batch_means_ci(samples, n_batches: int = 20, confidence: float = 0.95) -> tu
     means = x[:usable].reshape(n_batches, -1).mean(axis=1)
     half = stats.t.ppf(0.5 + confidence / 2, n_batches - 1) * means.std(ddof=1) / np.sqrt(n_batches)
     return float(means.mean()), float(half)
+
+
+@dataclass(frozen=True)
+class VacationQueueMetrics:
+    """Mean wait of an M/G/1 queue whose server takes vacations, by its parts."""
+
+    utilisation: float  # lambda x E[S], the server's share of time serving
+    pollaczek_khinchine: float  # lambda E[S^2] / (2 (1 - rho)): the queue without vacations
+    residual_vacation: float  # E[V^2] / (2 E[V]): the rest of the vacation an arrival finds
+    gated_extra: float  # rho E[V] / (1 - rho) for gated service, 0 for exhaustive
+    mean_wait: float  # the sum of the three
+
+
+def vacation_queue(arrival_rate: float, mean_service: float, service_second_moment: float,
+                   mean_vacation: float, vacation_second_moment: float,
+                   service: str = "exhaustive") -> VacationQueueMetrics:
+    r"""M/G/1 with multiple vacations (Takagi, 1991, vol. 1): the mean wait in queue, exhaustive or gated.
+
+    The server serves, and when it leaves (the queue empty under exhaustive service; the customers present
+    at the start of its visit served, under gated service) it takes a vacation of independent length
+    :math:`V`, and another while nobody is waiting when one ends.
+
+    Exhaustive: :math:`W_q = \lambda E[S^2]/(2(1-\rho)) + E[V^2]/(2E[V])` (the decomposition of Fuhrmann and
+    Cooper: the Pollaczek-Khinchine wait plus the residual vacation).
+
+    Gated, by the cycle argument: a cycle is a vacation then the service of everyone who arrived in the
+    previous cycle, :math:`C_k = V_k + B_k`, so :math:`E[C] = E[V]/(1-\rho)` and, since the
+    arrivals in a cycle are Poisson given its length, :math:`\mathrm{Var}(C) = (\mathrm{Var}(V) + \lambda E[C]
+    E[S^2])/(1-\rho^2)`.  An arrival waits for the rest of its (length-biased) cycle and for the work of those
+    who came before it in the same cycle, :math:`(1+\rho)E[C^2]/(2E[C])`, which simplifies to the exhaustive
+    wait plus :math:`\rho E[V]/(1-\rho)`.
+
+    SQLOS's quantum makes a CPU-bound co-tenant such a vacation: it runs a whole quantum, and at its yield
+    point goes to the tail of the runnable queue, behind the requests already waiting but ahead of any that
+    arrive while they run; that is gated service (:func:`models.book.analysis.validation.cotenant_table`).
+    """
+    lam = _positive("arrival_rate", arrival_rate)
+    s = _positive("mean_service", mean_service)
+    v = _positive("mean_vacation", mean_vacation)
+    if not np.isfinite(service_second_moment) or service_second_moment < s * s:
+        raise ValueError(f"service_second_moment={service_second_moment!r} is out of range: "
+                         f"use at least mean_service squared ({s * s!r})")
+    if not np.isfinite(vacation_second_moment) or vacation_second_moment < v * v:
+        raise ValueError(f"vacation_second_moment={vacation_second_moment!r} is out of range: "
+                         f"use at least mean_vacation squared ({v * v!r})")
+    if service not in ("exhaustive", "gated"):
+        raise ValueError(f"service={service!r} is out of range: use 'exhaustive' or 'gated'")
+    rho = lam * s
+    if rho >= 1:
+        raise ValueError(f"utilisation={rho!r} (arrival_rate x mean_service) is out of range: "
+                         "use a value below 1, or the queue grows without bound")
+    pk = lam * service_second_moment / (2 * (1 - rho))
+    residual = vacation_second_moment / (2 * v)
+    extra = rho * v / (1 - rho) if service == "gated" else 0.0
+    return VacationQueueMetrics(rho, pk, residual, extra, pk + residual + extra)
+
+
+def mg1_wait_variance(arrival_rate: float, mean_service: float, service_second_moment: float,
+                      service_third_moment: float) -> float:
+    """Variance of the FIFO M/G/1 wait in queue: E[W^2] - E[W]^2 with E[W^2] = 2 E[W]^2 + lambda E[S^3] / (3 (1 - rho)).
+
+    Takács's moment formula (Kleinrock, 1975, vol. 1, ch. 5).  FIFO's is the least variance of any order of
+    service that does not look at the service times (Kingman, 1962), so it bounds an unfair latch's from below.
+    """
+    lam = _positive("arrival_rate", arrival_rate)
+    s = _positive("mean_service", mean_service)
+    if not np.isfinite(service_second_moment) or service_second_moment < s * s:
+        raise ValueError(f"service_second_moment={service_second_moment!r} is out of range: "
+                         f"use at least mean_service squared ({s * s!r})")
+    if not np.isfinite(service_third_moment) or service_third_moment < service_second_moment ** 1.5:
+        raise ValueError(f"service_third_moment={service_third_moment!r} is out of range: "
+                         f"use at least service_second_moment ** 1.5")
+    rho = lam * s
+    if rho >= 1:
+        raise ValueError(f"utilisation={rho!r} (arrival_rate x mean_service) is out of range: "
+                         "use a value below 1, or the queue grows without bound")
+    mean = lam * service_second_moment / (2 * (1 - rho))
+    second = 2 * mean * mean + lam * service_third_moment / (3 * (1 - rho))
+    return second - mean * mean
+
+
+def cpu_capped_throughput(workers: int, schedulers: int, think: float, hold: float) -> float:
+    """Acquires per unit time when the latch costs nothing: each worker's loop is think + hold of CPU.
+
+    Workers bound round-robin to schedulers (``w % schedulers``) keep every scheduler that has one busy, so
+    the loops complete at min(workers, schedulers) / (think + hold): the reference against which a latch's
+    own cost on shared schedulers is measured.
+    """
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers={workers!r} is out of range: use an integer of at least 1")
+    if int(schedulers) != schedulers or schedulers < 1:
+        raise ValueError(f"schedulers={schedulers!r} is out of range: use an integer of at least 1")
+    cycle = _positive("think", think) + _positive("hold", hold)
+    return min(int(workers), int(schedulers)) / cycle

@@ -75,3 +75,49 @@ def test_repairman_saturation_is_where_the_two_throughput_bounds_meet():
         analytic.repairman_saturation(z, 0.0)
     with pytest.raises(ValueError, match="think_time"):
         analytic.repairman_saturation(-1.0, s)
+
+
+def test_vacation_queue_exhaustive_and_gated():
+    """Fixed vacations V: exhaustive adds the residual V/2 to Pollaczek-Khinchine; gated adds rho V / (1 - rho) more."""
+    ex = analytic.vacation_queue(0.5, 1.0, 2.0, 4.0, 16.0, "exhaustive")
+    gated = analytic.vacation_queue(0.5, 1.0, 2.0, 4.0, 16.0, "gated")
+    assert ex.pollaczek_khinchine == pytest.approx(analytic.mm1(0.5, 1.0).mean_wait)
+    assert ex.mean_wait == pytest.approx(1.0 + 2.0) and gated.mean_wait == pytest.approx(1.0 + 2.0 + 4.0)
+    # Exponential vacations: E[V^2] / (2 E[V]) = E[V].
+    assert analytic.vacation_queue(0.3, 1.0, 1.0, 2.0, 8.0).residual_vacation == pytest.approx(2.0)
+    # Vanishing vacations leave the plain M/G/1 queue.
+    tiny = analytic.vacation_queue(0.5, 1.0, 2.0, 1e-9, 1e-18, "gated")
+    assert tiny.mean_wait == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(arrival_rate=1.0, mean_service=1.0, service_second_moment=1.0, mean_vacation=1.0,
+          vacation_second_moment=1.0), "utilisation"),
+    (dict(arrival_rate=0.5, mean_service=1.0, service_second_moment=0.5, mean_vacation=1.0,
+          vacation_second_moment=1.0), "service_second_moment"),
+    (dict(arrival_rate=0.5, mean_service=1.0, service_second_moment=1.0, mean_vacation=2.0,
+          vacation_second_moment=1.0), "vacation_second_moment"),
+    (dict(arrival_rate=0.5, mean_service=1.0, service_second_moment=1.0, mean_vacation=1.0,
+          vacation_second_moment=1.0, service="limited"), "service"),
+])
+def test_vacation_queue_refuses_bad_input_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        analytic.vacation_queue(**kwargs)
+
+
+def test_fifo_wait_variance_matches_mm1_and_md1():
+    rho, s = 0.8, 1.0
+    assert analytic.mg1_wait_variance(rho, s, 2 * s ** 2, 6 * s ** 3) == pytest.approx(rho * (2 - rho) / (1 - rho) ** 2)
+    # M/D/1: E[W^2] = 2 E[W]^2 + lambda S^3 / (3 (1 - rho)).
+    w = rho / (2 * (1 - rho))
+    assert analytic.mg1_wait_variance(rho, s, 1.0, 1.0) == pytest.approx(w ** 2 + rho / (3 * (1 - rho)))
+    with pytest.raises(ValueError, match="service_third_moment"):
+        analytic.mg1_wait_variance(0.5, 1.0, 2.0, 1.0)
+
+
+def test_cpu_capped_throughput():
+    assert analytic.cpu_capped_throughput(4, 2, 1.0, 0.25) == pytest.approx(1.6)
+    assert analytic.cpu_capped_throughput(2, 4, 1.0, 0.25) == pytest.approx(1.6)
+    assert analytic.cpu_capped_throughput(4, 4, 1.0, 0.25) == pytest.approx(3.2)
+    with pytest.raises(ValueError, match="schedulers"):
+        analytic.cpu_capped_throughput(4, 0, 1.0, 0.25)

@@ -18,6 +18,7 @@ what the simulation is compared with, and whether anything was fitted.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -27,7 +28,7 @@ import pandas as pd
 import models
 from models import analytic
 from models.book import stored
-from models.engine.program import EX, EXPONENTIAL, Program
+from models.engine.program import EX, EXPONENTIAL, FIXED, Program
 from models.result import build
 from models.workload import LatchSpec, Workload, simulate
 
@@ -40,6 +41,8 @@ HANDOFF_SEED = 1      # convoy with a hand-off against Welch
 REPAIRMAN_SEED = 201  # closed latch against MVA
 SHARED_SEED = 1       # shared schedulers against the Markov chain (built from the instruction set)
 CPU_SEED = 301        # per-scheduler CPU queues against M/M/c
+UNFAIR_SEED = 401     # the unfair latch, spinning without limit, against Pollaczek-Khinchine
+COTENANT_SEED = 501   # a scheduler shared with a CPU-bound co-tenant against M/G/1 with vacations
 
 EXACT = "exact closed form; nothing fitted"
 
@@ -230,6 +233,147 @@ def shared_scheduler_table(cases: Iterable[tuple[int, int]] = ((3, 2), (4, 2), (
     return table
 
 
+def shared_scheduler_costs(workers: int = 4, schedulers: int = 2, think_ms: float = 1.0,
+                           hold_ms: float = 0.25) -> dict[str, float]:
+    """What the latch costs when workers share schedulers, each against the right reference (acquires per ms).
+
+    Think and hold both run on the CPU, so ``schedulers`` cap the loops at min(workers, schedulers) / (Z + S)
+    even with no latch (:func:`models.analytic.cpu_capped_throughput`): the latch's own cost on shared
+    schedulers is the chain's throughput against that cap, not against a scheduler each.  With a scheduler
+    each, the latch's cost is MVA's throughput against workers / (Z + S).
+    """
+    chain = analytic.shared_scheduler_latch(workers, schedulers, think_ms, hold_ms)
+    cap = analytic.cpu_capped_throughput(workers, schedulers, think_ms, hold_ms)
+    own = float(analytic.mva_repairman(workers, think_ms, hold_ms).throughput[-1])
+    free = analytic.cpu_capped_throughput(workers, workers, think_ms, hold_ms)
+    return {"workers": workers, "schedulers": schedulers, "chain_throughput": chain.throughput,
+            "cpu_cap": cap, "latch_cost_pct": 100 * (1 - chain.throughput / cap),
+            "own_schedulers_throughput": own, "own_schedulers_cap": free,
+            "own_schedulers_latch_cost_pct": 100 * (1 - own / free),
+            "owned_idle_share": chain.owned_idle_share}
+
+
+# The unfair latch's spinners never give up in the work-conserving check: a look interval of LOOK_US and no back-off.
+UNFAIR_LOOK_US = 5.0
+_NEVER_GIVE_UP = 2**40
+
+
+def unfair_open_queue(utilisation: float, hold_ms: float = 1.0, hold_dist: str = "exponential",
+                      look_us: float = UNFAIR_LOOK_US, requests: int = 100_000, seed: int = UNFAIR_SEED,
+                      schedulers: int = 64) -> dict[str, Any]:
+    """The unfair latch in its work-conserving limit against Pollaczek-Khinchine: Poisson requests, one EX hold each.
+
+    Built from the instruction set as the convoy is (each request a task on the least-loaded of ``schedulers``),
+    but the latch unfair and its spinners never back off or suspend: a requester that finds it held looks again
+    every ``look_us`` on its own scheduler, and the first look after a release takes it.  Barging is free and no
+    waiter sleeps, so the latch idles only between a release and the next look, under ``look_us``; as that goes
+    to 0 the order of service is a race among the spinners, not FIFO, but no time is lost.  Any such order that
+    does not look at the holds has FIFO's mean wait (Kingman, 1962), the Pollaczek-Khinchine value, and a wider
+    spread than FIFO's (whose standard deviation is shown).  With 64 schedulers a spinner never waits for a CPU
+    at these loads.
+    """
+    prog = Program()
+    start = prog.start()
+    prog.acquire(0, EX)
+    prog.cpu(hold_ms * 1000.0, EXPONENTIAL if hold_dist == "exponential" else FIXED)
+    prog.release(0, EX)
+    prog.end()
+    rate = utilisation / hold_ms  # per ms
+    wl = Workload(program=prog, worker_start=[start] * requests, worker_scheduler=[-1] * requests,
+                  worker_arrival_us=[0.0] * requests, worker_daemon=[False] * requests,
+                  worker_kind=["task"] * requests,
+                  latches=[LatchSpec("UNFAIR_LATCH", policy="unfair", spin_us=look_us, spins_per_round=1,
+                                     rounds_per_backoff=_NEVER_GIVE_UP, max_backoffs=0, backoff_us=0.0)],
+                  schedulers=schedulers, expected_acquires=requests, poisson_from=0, poisson_gap_us=1000.0 / rate)
+    res = build(simulate(wl, seed, record_acquires=requests), "unfair-open", {}, seed)
+    w = res.acquire_wait_ms
+    mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+    moments = (hold_ms ** 2, hold_ms ** 3) if hold_dist == "fixed" else (2 * hold_ms ** 2, 6 * hold_ms ** 3)
+    pk = analytic.mg1(rate, hold_ms, 0.0 if hold_dist == "fixed" else 1.0).mean_wait
+    fifo_sd = float(np.sqrt(analytic.mg1_wait_variance(rate, hold_ms, *moments)))
+    suspended = int(res.wait_stats.set_index("wait_type")["waiting_tasks_count"].get("LATCH_EX", 0))
+    return {"hold": hold_dist, "utilisation": utilisation, "look_us": look_us, "seed": seed,
+            "simulated_wait_ms": mean, "ci_half_ms": half, "formula_wait_ms": pk,
+            "simulated_sd_ms": float(w[len(w) // 20:].std()), "fifo_sd_ms": fifo_sd, "suspended": suspended,
+            "reference": f"Pollaczek-Khinchine mean (any order that ignores the holds: Kingman), {EXACT}"}
+
+
+def unfair_open_queue_table(utilisations: Iterable[float] = (0.5, 0.8), holds: Iterable[str] = ("exponential", "fixed"),
+                            requests: int = 200_000, look_us: float = UNFAIR_LOOK_US,
+                            seed: int = UNFAIR_SEED) -> pd.DataFrame:
+    """:func:`unfair_open_queue` for each hold and utilisation, row k on seed ``seed + k``."""
+    rows = [unfair_open_queue(u, hold_dist=d, look_us=look_us, requests=requests, seed=seed + k)
+            for k, (d, u) in enumerate((d, u) for d in holds for u in utilisations)]
+    return _errors(pd.DataFrame(rows))
+
+
+def cotenant_queue(utilisation: float, hold_ms: float = 1.0, hold_dist: str = "exponential",
+                   quantum_ms: float = 4.0, tasks: int = 100_000, seed: int = COTENANT_SEED) -> dict[str, Any]:
+    """One scheduler that serves the latch holder's requests and also runs a CPU-bound co-tenant.
+
+    Built from the instruction set: Poisson requests, each a task bound to scheduler 0 that takes one EX latch,
+    holds it for ``hold_ms`` of CPU and ends; beside them the co-tenant, a daemon that runs whole quanta of CPU
+    with a yield point after each (chapter 4's co-tenant).  SQLOS never pre-empts, so a request waits RUNNABLE
+    while the co-tenant runs, and the co-tenant leaves the CPU only at a yield point with its quantum used up
+    and someone runnable: the scheduler takes vacations of one quantum.  At its yield the co-tenant goes to the
+    tail of the runnable queue, behind the requests already waiting but ahead of those that arrive while they
+    run, so service is gated.  The wait is the time a request spends RUNNABLE (read from the trace), against
+    :func:`models.analytic.vacation_queue` with V fixed at one quantum.
+    """
+    prog = Program()
+    co = prog.start()
+    body = prog.cpu(quantum_ms * 1000.0, FIXED)
+    prog.yield_point()
+    prog.loop(body, _NEVER_GIVE_UP)
+    prog.end()
+    start = prog.start()
+    prog.acquire(0, EX)
+    prog.cpu(hold_ms * 1000.0, EXPONENTIAL if hold_dist == "exponential" else FIXED)
+    prog.release(0, EX)
+    prog.end()
+    rate = utilisation / hold_ms
+    n = tasks + 1  # the co-tenant is worker 0 and arrives at 0; the requests arrive as a Poisson stream after it
+    wl = Workload(program=prog, worker_start=[co] + [start] * tasks, worker_scheduler=[0] * n,
+                  worker_arrival_us=[0.0] * n, worker_daemon=[True] + [False] * tasks,
+                  worker_kind=["co-tenant"] + ["task"] * tasks, latches=[LatchSpec("COTENANT_LATCH")],
+                  schedulers=1, quantum_us=quantum_ms * 1000.0, expected_acquires=tasks, poisson_from=1,
+                  poisson_gap_us=1000.0 / rate)
+    res = build(simulate(wl, seed, trace_events=4 * tasks + 1_000), "co-tenant", {}, seed)
+    trace = res.trace
+    waited = trace[(trace["state"] == "runnable") & (trace["worker"] > 0)]
+    per_task = np.zeros(tasks)
+    np.add.at(per_task, waited["worker"].to_numpy() - 1, (waited["end_ms"] - waited["start_ms"]).to_numpy())
+    mean, half = analytic.batch_means_ci(per_task[tasks // 20:])
+    second = hold_ms ** 2 if hold_dist == "fixed" else 2 * hold_ms ** 2
+    gated = analytic.vacation_queue(rate, hold_ms, second, quantum_ms, quantum_ms ** 2, "gated")
+    exhaustive = analytic.vacation_queue(rate, hold_ms, second, quantum_ms, quantum_ms ** 2, "exhaustive")
+    return {"hold": hold_dist, "utilisation": utilisation, "quantum_ms": quantum_ms, "seed": seed,
+            "simulated_wait_ms": mean, "ci_half_ms": half, "formula_wait_ms": gated.mean_wait,
+            "exhaustive_wait_ms": exhaustive.mean_wait, "pk_wait_ms": gated.pollaczek_khinchine,
+            "reference": f"M/G/1 with multiple vacations of one quantum, gated service, {EXACT}"}
+
+
+def cotenant_table(utilisations: Iterable[float] = (0.2, 0.5, 0.7), holds: Iterable[str] = ("exponential", "fixed"),
+                   tasks: int = 100_000, seed: int = COTENANT_SEED) -> pd.DataFrame:
+    """:func:`cotenant_queue` for each hold and utilisation, row k on seed ``seed + k``."""
+    rows = [cotenant_queue(u, hold_dist=d, tasks=tasks, seed=seed + k)
+            for k, (d, u) in enumerate((d, u) for d in holds for u in utilisations)]
+    return _errors(pd.DataFrame(rows))
+
+
+def vacation_curves(hold_ms: float = 1.0, quantum_ms: float = 4.0, top: float = 0.8, points: int = 40) -> pd.DataFrame:
+    """The gated and exhaustive vacation formulas against utilisation (exponential hold, vacations of one quantum),
+    for drawing under :func:`cotenant_table`'s points."""
+    rows = []
+    for rho in np.linspace(0.05, top, points):
+        for service in ("gated", "exhaustive"):
+            m = analytic.vacation_queue(rho / hold_ms, hold_ms, 2 * hold_ms ** 2, quantum_ms, quantum_ms ** 2, service)
+            rows.append({"utilisation": rho, "mean_wait_ms": m.mean_wait, "series": f"{service} vacations (formula)"})
+        rows.append({"utilisation": rho, "mean_wait_ms": analytic.mm1(rho / hold_ms, hold_ms).mean_wait,
+                     "series": "no co-tenant (Pollaczek-Khinchine)"})
+    return pd.DataFrame(rows)
+
+
 def round_robin(workers: int, quanta: int, quantum_ms: float = 4.0, burst_ms: float = 1.0) -> dict[str, float]:
     """CPU-bound workers sharing one scheduler, against the exact round-robin schedule.
 
@@ -400,7 +544,7 @@ def usl_chapter4(query: str = "fast") -> tuple[pd.DataFrame, analytic.USLFit]:
 
 
 def usl_fit_table(cases: dict[str, tuple[pd.DataFrame, analytic.USLFit]]) -> pd.DataFrame:
-    """One row per :func:`usl_table` result: the fitted coefficients, the fit's peak and the simulated best MAXDOP."""
+    """One row per :func:`usl_table` result: the fitted coefficients, the fit's peak (N_peak) and the simulated best MAXDOP."""
     rows = []
     for name, (table, fit) in cases.items():
         best = int(table.loc[table["simulated_log_records_per_s"].idxmax(), "maxdop"])
@@ -426,7 +570,7 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
     reference = {"engine": "the engine (under test)", "SimPy": "SimPy: same system, own code; nothing fitted",
                  "Ciw": "Ciw: same system, own code; nothing fitted"}
     rows = []
-    open_name = f"open, λ = {open_load:g} per ms, H = 0.2 ms"
+    open_name = f"open, λ = {open_load:g} per ms, h = 0.2 ms"
     for name, fn in (("engine", crosscheck.engine_convoy), ("SimPy", crosscheck.simpy_convoy),
                      ("Ciw", crosscheck.ciw_convoy)):
         r = fn(open_load, hold_ms=2.0, hold_dist="exponential", handoff_ms=0.2, n_requests=count, seed=seed)
@@ -436,7 +580,7 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
     exact = analytic.fair_handoff_queue(open_load, 2.0, 8.0, 0.2).mean_latch_wait
     rows.append({"system": open_name, "simulator": "Welch formula", "seed": None, "mean_wait_ms": exact,
                  "ci_half_ms": None, "reference": EXACT})
-    closed_name = f"closed, N = {workers}, H = 0.02 ms"
+    closed_name = f"closed, N = {workers}, h = 0.02 ms"
     for name, fn in (("engine", crosscheck.engine_closed_latch), ("SimPy", crosscheck.simpy_closed_latch),
                      ("Ciw", crosscheck.ciw_closed_latch)):
         r = fn(workers, hold_ms=0.1, hold_dist="exponential", handoff_ms=0.02, think_ms=1.0,
@@ -570,12 +714,15 @@ LABELS = {
     "active_error_pct": "error, all active (%)",
     "response_error_pct": "response error (%)", "wait_error_pct": "wait error (%)", "chain_wait_ms": "chain wait (ms)",
     "servers": "schedulers", "mmc_wait_ms": "Erlang C, pooled (ms)", "split_mm1_wait_ms": "split M/M/1 (ms)",
-    "run": "run", "sigma": "σ", "kappa": "κ", "usl_peak_maxdop": "USL peak N*",
+    "look_us": "look every (µs)", "simulated_sd_ms": "simulated σ of wait (ms)", "fifo_sd_ms": "FIFO σ (ms)",
+    "suspended": "waits that suspended", "quantum_ms": "quantum (ms)", "exhaustive_wait_ms": "exhaustive (ms)",
+    "pk_wait_ms": "no co-tenant (ms)",
+    "run": "run", "sigma": "σ", "kappa": "κ", "usl_peak_maxdop": "USL peak N_peak",
     "simulated_best_maxdop": "best simulated MAXDOP", "r_squared": "R²", "system": "system",
     "simulator": "simulator", "reference": "reference",
 }
 _INTEGERS = {"seed", "requests", "workers", "schedulers", "chain_states", "servers", "simulated_best_maxdop",
-             "acquires_per_worker"}
+             "acquires_per_worker", "suspended"}
 
 
 def _cell(column: str, value: Any, digits: int) -> str:
@@ -649,7 +796,9 @@ def _ch6_tables() -> list[tuple[str, pd.DataFrame]]:
 
 def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
     from models.book.analysis import cci
-    return [("Obbish, 2019g", cci.comparison_table()), ("Obbish, 2019e", cci.scaling_table())]
+    # The comparison table holds both of Obbish's tests (the grants of 2019g, the decommit of 2019e); the scaling
+    # table is 2019e's alone.
+    return [("Obbish, 2019g and 2019e", cci.comparison_table()), ("Obbish, 2019e, scaling", cci.scaling_table())]
 
 
 # chapter number -> (notebook, the function that runs its model-against-measurement tables as the chapter does)
@@ -689,15 +838,30 @@ def _text_ratio(measured: str, model: str) -> float:
     return top / bottom if bottom else np.nan
 
 
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def numbers_in(value: Any) -> list[float]:
+    """Every number a measured cell holds, at full precision: the cell itself if numeric, else each number in its text
+    ("33/36 = 91.7%" gives 33, 36 and 91.7)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return [float(value)]
+    return [float(m.replace(",", "")) for m in _NUMBER.findall(str(value))]
+
+
 def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
-                   words: tuple[str, ...] = ("predicted",)) -> pd.DataFrame:
+                   words: tuple[str, ...] | None = ("predicted",)) -> pd.DataFrame:
     """The rows of one chapter's model-against-measurement table whose basis is *predicted*, in one shape.
 
     The chapters' tables differ in their columns; this finds the basis column (``basis``, or an older
     name), keeps the rows whose basis begins with one of ``words`` (by default "predicted"), and returns
     chapter, figure, source, measured, model (every model column, labelled), the model/measured ratio where
     the table gives numbers (from its ratio column, or else from a measured and a first model cell that each
-    hold one number in the same unit), the basis as written and the row's note on what it depends on.
+    hold one number in the same unit), the basis as written, the row's note on what it depends on, and every
+    number of the measured cell at full precision (``numbers``, ";"-separated: what :func:`recount` traces).
+    ``words=None`` keeps every row, whatever its basis.
     """
     basis_col = _first(table, _BASIS)
     figure_col = _first(table, _FIGURE)
@@ -707,7 +871,8 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
     model_cols = [c for c in table.columns if c.lower().startswith("model") and "/" not in c and c != basis_col]
     ratio_col = _first(table, _RATIO)
     note_col = _first(table, _NOTE, skip=(basis_col,))
-    keep = table[basis_col].astype(str).str.strip().str.lower().str.startswith(tuple(words))
+    keep = (pd.Series(True, index=table.index) if words is None
+            else table[basis_col].astype(str).str.strip().str.lower().str.startswith(tuple(words)))
     rows = []
     for _, r in table[keep].iterrows():
         figure = str(r[figure_col]) + (f", {r['run']}" if "run" in table.columns else "")
@@ -724,9 +889,10 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
             ratio = _text_ratio(measured, _number(r[model_cols[0]])) if model_cols else np.nan
         rows.append({"chapter": chapter, "notebook": CHAPTER_TABLES[chapter][0], "figure": figure, "source": source,
                      "measured": measured, "model": model, "ratio": ratio,
-                     "basis": str(r[basis_col]), "depends_on": str(r[note_col]) if note_col else ""})
+                     "basis": str(r[basis_col]), "depends_on": str(r[note_col]) if note_col else "",
+                     "numbers": ";".join(f"{x:.10g}" for x in numbers_in(r[measured_col] if measured_col else None))})
     return pd.DataFrame(rows, columns=["chapter", "notebook", "figure", "source", "measured", "model", "ratio",
-                                       "basis", "depends_on"])
+                                       "basis", "depends_on", "numbers"])
 
 
 def _scenario_default(name: str) -> Any:
@@ -773,6 +939,35 @@ def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
     ]
 
 
+def handoff_floor(idle_s: float | None = None) -> dict[str, float]:
+    """What bounds the hand-off h from below, and the band's low end, which is not such a bound.
+
+    White's two elapsed times give h >= (fair - unfair - idle) / W (``fairness.lower_handoff_range_us``): at face
+    value, and at the narrowest gap his "around" allows (each time +-``fairness.ELAPSED_ROUNDING_S``), where the
+    bound is gone.  The band's low end is the 2.0 us switch plus the book's least wake-up
+    (``calibration.WAKEUP_BAND_US``).
+    """
+    from models import calibration as cal
+    from models.book.analysis import fairness
+
+    bound = fairness.lower_handoff_range_us(idle_s)
+    return {"face_value_us": bound["face_value"], "narrowest_gap_us": bound["narrowest_gap"], "idle_s": bound["idle_s"],
+            "rounding_s": fairness.ELAPSED_ROUNDING_S, "switch_us": cal.CONTEXT_SWITCH_US,
+            "least_wakeup_us": cal.WAKEUP_BAND_US[0], "band_low_us": cal.CONTEXT_SWITCH_US + cal.WAKEUP_BAND_US[0]}
+
+
+def handoff_floor_text(idle_s: float | None = None) -> str:
+    """The ledger's words for :func:`handoff_floor`, numbers rounded as the reader sees them."""
+    f = handoff_floor(idle_s)
+    gone = ("and none once each is read as ±{:g} s".format(f["rounding_s"]) if f["narrowest_gap_us"] <= 0 else
+            "and {:.1f} µs once each is read as ±{:g} s".format(f["narrowest_gap_us"], f["rounding_s"]))
+    return (f"an upper bound for that latch (the signal wait also holds CPU queueing); his two elapsed times bound it "
+            f"from below only weakly, (fair − unfair − idle) / waits = {f['face_value_us']:.1f} µs at face value with "
+            f"the model's {f['idle_s']:.2f} s of idle, {gone}; the band's low end, {f['band_low_us']:.1f} µs, is not "
+            f"his bound but the {f['switch_us']:.1f} µs switch plus the book's least wake-up, "
+            f"{f['least_wakeup_us']:g} µs")
+
+
 def parameter_ledger() -> pd.DataFrame:
     """Every parameter the book derives from a measurement or assumes, with where it comes from, in one table.
 
@@ -785,10 +980,9 @@ def parameter_ledger() -> pd.DataFrame:
     from models.book.analysis import cci, fairness, hot_page, version_store
 
     rows = [
-        ("all", "hand-off (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
+        ("all", "hand-off h (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
          f"White's fair run of NESTING_TRANSACTION_FULL: {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait over "
-         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; an upper bound for that latch (his two elapsed times "
-         f"bound it below by about {fairness.lower_handoff_us():.1f} µs), an assumption for any other"),
+         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; {handoff_floor_text()}; an assumption for any other latch"),
         ("all", "split: context switch, wake-up", f"{cal.CONTEXT_SWITCH_US} µs, {cal.WAKEUP_US} µs",
          "the switch from Duffy's 4,000 to 10,000 cycles at 3 GHz; the wake-up is the rest (the book's split, "
          "not a measurement)"),
@@ -821,8 +1015,8 @@ def sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
-# The basis words the scorecard keeps: the predicted rows it shows, and the consistent rows (the model built
-# from the source's own mechanism) that the appendix names beside it.
+# The basis words of the rows the appendix used to keep (predicted and consistent); the card now stores every row
+# of the chapters' tables and :func:`recount` decides which are predictions.
 SCORECARD_WORDS = ("predicted", "consistent")
 
 
@@ -832,8 +1026,8 @@ FAIRNESS_BAND = ROOT / "book" / "data" / "fairness_band.csv"
 def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
     """Chapter 3's predicted rows with a published figure across the chapter's stored band (mean over seeds).
 
-    One row per figure of ``fairness.BAND_ROWS`` whose basis begins with "predicted" and that has White's
-    number: the model / White ratio at the lowest and highest hand-off of the band (log-record count as
+    One row per figure of ``fairness.BAND_ROWS`` whose basis begins with "predicted", that has White's
+    number, and whose number set no parameter (:func:`setters`): the model / White ratio at the lowest and highest hand-off of the band (log-record count as
     assumed), the smallest and largest ratio over the whole hand-off band, and at 9.7 us with the record
     count R moved by the band's factors.  Read from the stored study (``book/data/fairness_band.csv``).
     """
@@ -843,9 +1037,12 @@ def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
     handoffs = summary[summary["record_factor"] == 1.0].sort_values("handoff_us")
     moved_r = summary[summary["handoff_us"] == fairness.HANDOFF_US].sort_values("record_factor")
     rows = []
+    fitted = [st for st in setters() if st.kind == "fitted"]
     for key, figure, white, word in fairness.BAND_ROWS:
         if white is None or not word.strip().lower().startswith("predicted"):
             continue
+        if any(_matches(st, 3, "White, 2022", figure, [float(white)]) for st in fitted):
+            continue  # its number set a parameter (the fair waits set h): not a prediction by the book's rule
         ratios = handoffs[key] / white
         r_ratios = moved_r[key] / white
         rows.append({"figure": figure, "White": white, "basis at 9.7 µs": word,
@@ -859,13 +1056,13 @@ def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
 
 
 def build_scorecard(chapters: Iterable[int] = tuple(CHAPTER_TABLES)) -> pd.DataFrame:
-    """Every *predicted* and *consistent* row of the chapters' model-against-measurement tables, run as each
-    chapter runs them (the appendix shows the predicted ones and names the consistent ones).
+    """Every row of the chapters' model-against-measurement tables, run as each chapter runs them, with the
+    chapter's basis as written; :func:`recount` then applies the book's rule to them.
 
     Slow (chapter 3's full-scale fair run alone takes about two minutes): the appendix reads the stored
     result, :data:`SCORECARD`, written by :func:`write_scorecard`.
     """
-    parts = [predicted_rows(ch, source, table, words=SCORECARD_WORDS)
+    parts = [predicted_rows(ch, source, table, words=None)
              for ch in chapters for source, table in CHAPTER_TABLES[ch][1]()]
     return pd.concat(parts, ignore_index=True)
 
@@ -880,8 +1077,208 @@ def write_scorecard(path: Path = SCORECARD) -> Path:
 
 def load_scorecard(path: Path = SCORECARD) -> pd.DataFrame:
     """The stored scorecard (text cells kept as text)."""
-    return pd.read_csv(path, dtype={"measured": str, "model": str, "depends_on": str}, keep_default_na=False,
-                       na_values={"ratio": [""]})
+    return pd.read_csv(path, dtype={"measured": str, "model": str, "depends_on": str, "numbers": str},
+                       keep_default_na=False, na_values={"ratio": [""]})
+
+
+# ---------------------------------------------------------------- the book's rule, made executable
+
+@dataclass(frozen=True)
+class Setter:
+    """Published numbers that set a parameter (``kind`` "fitted"), or that an assumption was made knowing
+    (``kind`` "consistent"), traced through models/calibration.py and the chapters' fits.
+
+    A scorecard row matches when its chapter is in ``chapters``, its source contains ``tables`` (if given), its
+    figure matches the regular expression ``figure`` (if given), and its measured cell holds one of ``numbers``
+    (any row that passes the other tests, if ``numbers`` is empty).  ``through`` names what then follows from
+    the parameter: the chain.
+    """
+
+    parameter: str
+    chapters: tuple[int, ...]
+    numbers: tuple[float, ...]
+    how: str
+    kind: str = "fitted"
+    figure: str = ""
+    tables: str = ""
+    through: tuple[str, ...] = ()
+
+
+def setters() -> tuple[Setter, ...]:
+    """Every parameter the chapters' comparison rows can have set, with the published numbers that set it.
+
+    Read from the constants the fits use (models/calibration.py and each chapter's module), so a number that
+    changes there changes here.  Chapter 3's hand-off is the case the rule was written for: White's fair
+    LATCH_EX wait count is the divisor of h, so the row that compares the model's count with it is fitted.
+    """
+    from models import calibration as cal
+    from models.book.analysis import cci, fairness as f, hot_page as hp, nested as n, version_store as vs
+
+    fair, unfair = f.PUBLISHED["fair"], f.PUBLISHED["unfair"]
+    h_chain = ("chapter 3's hold (5.5 s / R − h)", "chapter 3's CPU per row and spin cycle (fitted after the hold)",
+               "chapter 4's hold (fitted with h)", "the default wake-up of every scenario (chapters 5, 6 and 9 borrow it)")
+    return (
+        Setter("hand-off h", (3,), (cal.WHITE_FAIR_SIGNAL_WAIT_MS, cal.WHITE_FAIR_LATCH_WAITS),
+               f"h = {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms / {cal.WHITE_FAIR_LATCH_WAITS:,} waits "
+               "(models/calibration.py)", through=h_chain),
+        Setter("hand-off h", (3,), (fair["latch_wait_ms"],),
+               f"this total holds the {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait h is derived from",
+               through=h_chain),
+        Setter("chapter 3's hold", (3,), (fair["elapsed_s"],), "hold = fair elapsed / R − h", figure="elapsed"),
+        Setter("chapter 3's CPU per row", (3,), (unfair["elapsed_s"],), "fitted to the unfair elapsed time",
+               figure="elapsed"),
+        Setter("chapter 3's spin cycle", (3,), (unfair["backoffs"],), "spin rounds sized to give no more back-offs",
+               figure="back"),
+        Setter("chapter 3's nanoseconds per spin", (3,), (unfair["spins"], unfair["collisions"]),
+               "sized to White's spins per collision (spins ÷ collisions)", figure="spin|collision"),
+        Setter("chapter 3's look interval and back-offs allowed", (3,), (unfair["latch_waits"],),
+               "assumed knowing White's 41 back-offs and 56 waits", kind="consistent", figure="waits"),
+        Setter("chapter 4's hold", (4,), (n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]["elapsed_ms"], n.LARGEST_SLOWDOWN),
+               f"fitted so that the fast query alone at MAXDOP {n.ALONE_BOUND_MAXDOP} takes "
+               f"{n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f} ms / {n.LARGEST_SLOWDOWN:g}"),
+        Setter("chapter 4's CPU per log record", (4,), tuple(n.MAXDOP1_MS.values()),
+               "derived from his MAXDOP 1 times"),
+        Setter("chapter 4's log records per extent", (4,), (n.MEASURED_LATCHES,), "taken from his acquire count"),
+        Setter("row's work under the leaf latch, cost per call", (5,),
+               (hp.POCHE["serial_us_per_row"], hp.POCHE["batch500_us_per_row"]),
+               "c + r = 23 µs and c + 500 r = 2,100 µs (models/calibration.py)",
+               through=("chapter 7's delta-store rate (borrowed)",)),
+        Setter("call's work before the latch", (5,), (hp.POCHE["throttled_narrow_waits_s"],),
+               "the throttled narrow run's duration less these waits", figure="throttled narrow"),
+        Setter("leaf hold at the band's 40 µs end", (5,), (hp.POCHE["throttled_narrow_waits_s"],),
+               "that hold was chosen from this row", figure="throttled narrow"),
+        Setter("wide row's extra work", (5,), (hp.POCHE["throttled_wide_s"], hp.POCHE["throttled_wide_waits_s"]),
+               "the throttled wide run's duration less its waits", figure="throttled wide"),
+        Setter("time between calls", (5,), (hp.POCHE["wall_s"], hp.POCHE["narrow_s"]),
+               "wall clock a call less duration a call", figure="narrow rows: (wall|summed)"),
+        Setter("hold added per queued worker", (5,), (hp.POCHE["wall_s"],), "fitted to the wall clock",
+               figure="wall"),
+        Setter("new page hold", (5,), (hp.POCHE["wide_s"],), "fitted to the wide rows' duration",
+               figure="wide rows: summed"),
+        Setter("client pace at 10 threads", (5,), (hp.POCHE["threads10_us_per_row"],), "fitted to it",
+               figure="10 threads,"),
+        Setter("seed 004's time between calls", (5,), (round(hp.BIONDI["rows"] / hp.BIONDI["identity_s"]),),
+               "fitted to the identity key's rows per second", figure="identity"),
+        Setter("CPU per update", (6,), (vs.RANDAL["off_per_s"],), "derived from it", figure="versioning off"),
+        Setter("hold per append", (6,), (vs.RANDAL["on_per_s"],), "fitted to it", figure="READ_COMMITTED|on$"),
+        Setter("compress_us_per_row", (7,), (cci.OBBISH["alone_s"],), "fitted to it", figure="alone",
+               tables="2019g"),
+        Setter("grant size and semaphore target", (7,), (cci.OBBISH["granted_at_once"],),
+               "assumed knowing it", kind="consistent", figure="granted at once"),
+        Setter("forced-grant limit", (7,), (cci.OBBISH["after_timeout"], 8645),
+               "the limit was chosen to give his pattern", kind="consistent", figure="time-out|6th insert"),
+        Setter("cpu_per_rowgroup_ms", (7,), (cci.WAITSTATS["alone_s"],), "fitted to the 25 s alone",
+               figure="alone|1 session"),
+        Setter("page_us_lpim", (7,), (cci.WAITSTATS["lpim_96_s"], *cci.LPIM_96_RANGE_S),
+               "fitted to it (refitted at both ends of 'almost 4X')", figure="with LPIM, mean run time",
+               tables="2019g"),
+        Setter("page_us_no_lpim (the scaling band's high edge)", (7,), (cci.WAITSTATS["no_lpim_96_s"],),
+               "fitted to it", figure="without LPIM, mean run time"),
+        Setter("the scaling band's low edge", (7,), (), "half the CPU in the kernel, from 'most of it'",
+               figure="CPU in the kernel", tables="scaling"),
+        Setter("os_calls_per_rowgroup, pages_per_call", (7,),
+               (cci.WAITSTATS["gb_freed_96"], cci.WAITSTATS["pages_freed_96"], cci.WAITSTATS["free_ops_96"]),
+               "the same page count", figure="memory given back"),
+    )
+
+
+def _matches(setter: Setter, chapter: int, source: str, figure: str, numbers: list[float]) -> bool:
+    if chapter not in setter.chapters or setter.tables not in source:
+        return False
+    if setter.figure and not re.search(setter.figure, figure, re.IGNORECASE):
+        return False
+    return not setter.numbers or any(abs(x - v) <= 1e-9 * max(1.0, abs(v)) for v in setter.numbers for x in numbers)
+
+
+def _chapter_word(basis: str) -> str:
+    """The basis as the chapter wrote it, reduced to one of How to read's words."""
+    b = basis.strip().lower()
+    if b.startswith("predicted"):
+        return "fitted" if "fitted" in b else "predicted"
+    for word, prefixes in (("fitted", ("fitted", "guessed", "input", "sets", "its duration")),
+                           ("follows from the fit", ("follows",)), ("built in", ("built in", "same")),
+                           ("consistent", ("consistent",)), ("model only", ("model only", "model-only")),
+                           ("assumed", ("assumed",))):
+        if b.startswith(prefixes):
+            return word
+    return "other"
+
+
+# A numeric prediction holds when the model lies within this factor of the measurement (either way).
+HOLDS_WITHIN = 1.25
+
+
+def _verdict(ratio: float, basis: str, note: str) -> str:
+    """held, missed or untested: from the ratio when there is one, else from the chapter's own words."""
+    if pd.notna(ratio):
+        return "held" if 1 / HOLDS_WITHIN <= ratio <= HOLDS_WITHIN else "missed"
+    text = f"{basis} {note}".lower()
+    if "nothing to compare" in text:
+        return "untested"
+    if re.search(r"\bmiss", text):
+        return "missed"
+    if re.search(r"\bagrees\b|\binside\b", text):
+        return "held"
+    return "undecided"
+
+
+def recount(card: pd.DataFrame) -> pd.DataFrame:
+    """The stored card recounted by the book's rule: a row is *predicted* only if its number set no parameter.
+
+    Adds ``sets`` (each parameter the row's measured number set, and how; an assumption made knowing it is marked
+    so), ``sets_through`` (what follows from those parameters), ``chapter_word`` (the chapter's basis in How to
+    read's words), ``counted_as`` (fitted if the number set a parameter; consistent if the chapter says predicted
+    but an assumption was made knowing the number; else the chapter's word: the recount never strengthens it) and, for predicted rows, ``verdict`` (held within
+    :data:`HOLDS_WITHIN` or missed; for a row in words, the chapter's own verdict) and ``weak`` (the chapter
+    calls it a weak test).
+    """
+    found = setters()
+    sets, through, counted, verdict, weak, word = [], [], [], [], [], []
+    for r in card.itertuples():
+        numbers = [float(x) for x in str(r.numbers).split(";") if x not in ("", "nan")]
+        hits = [st for st in found if _matches(st, int(r.chapter), str(r.source), str(r.figure), numbers)]
+        names = list(dict.fromkeys(f"{st.parameter} ({st.how})" if st.kind == "fitted" else
+                                   f"{st.parameter} (an assumption: {st.how})" for st in hits))
+        sets.append("; ".join(names))
+        through.append("; ".join(dict.fromkeys(t for st in hits for t in st.through)))
+        w = _chapter_word(str(r.basis))
+        word.append(w)
+        kinds = {st.kind for st in hits}
+        # The recount only ever weakens a chapter's word: a number that set a parameter makes the row fitted; an
+        # assumption chosen knowing it makes a "predicted" row consistent; anything else keeps the chapter's word.
+        c = "fitted" if "fitted" in kinds else "consistent" if "consistent" in kinds and w == "predicted" else w
+        counted.append(c)
+        verdict.append(_verdict(r.ratio, str(r.basis), str(r.depends_on)) if c == "predicted" else "")
+        weak.append(c == "predicted" and "weak" in f"{r.basis} {r.depends_on}".lower())
+    return card.assign(sets=sets, sets_through=through, chapter_word=word, counted_as=counted, verdict=verdict,
+                       weak=weak)
+
+
+def scorecard_counts(card: pd.DataFrame) -> dict[str, int]:
+    """The recounted card's totals: rows, predictions and how many held, missed or had nothing to compare; the
+    rows a chapter calls predicted that the rule counts otherwise."""
+    predicted = card[card["counted_as"] == "predicted"]
+    return {"rows": len(card), "predictions": len(predicted),
+            "held": int((predicted["verdict"] == "held").sum()), "missed": int((predicted["verdict"] == "missed").sum()),
+            "untested": int((predicted["verdict"] == "untested").sum()),
+            "weak_held": int((predicted["weak"] & (predicted["verdict"] == "held")).sum()),
+            "fitted": int((card["counted_as"] == "fitted").sum()),
+            "consistent": int((card["counted_as"] == "consistent").sum()),
+            "recounted": int(((card["chapter_word"] == "predicted") & (card["counted_as"] != "predicted")).sum())}
+
+
+def chapter_summary(card: pd.DataFrame) -> pd.DataFrame:
+    """Per chapter: predictions held, missed and untested, and the rows counted fitted, consistent or otherwise."""
+    rows = []
+    for ch, part in card.groupby("chapter", sort=True):
+        p = part[part["counted_as"] == "predicted"]
+        rows.append({"chapter": int(ch), "notebook": part["notebook"].iloc[0],
+                     "held": int((p["verdict"] == "held").sum()), "missed": int((p["verdict"] == "missed").sum()),
+                     "untested": int((p["verdict"] == "untested").sum()),
+                     "fitted": int((part["counted_as"] == "fitted").sum()),
+                     "consistent": int((part["counted_as"] == "consistent").sum()),
+                     "other": int((~part["counted_as"].isin(["predicted", "fitted", "consistent"])).sum())})
+    return pd.DataFrame(rows)
 
 
 if __name__ == "__main__":  # python -m models.book.analysis.validation [scorecard|crosscheck]
