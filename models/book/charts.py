@@ -86,6 +86,9 @@ STATE_COLORS = {
     "suspended": "#56B4E9",  # sky blue: off the CPU, queued on the latch
 }
 SERIES_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+# Dash patterns of throughput_vs's second series column, in order of first appearance: solid, then two that
+# differ from the reference rules' long dash (6, 4).
+DASHES = ((1, 0), (2, 2), (8, 3, 2, 3))
 
 _METRIC_LABELS = {
     "elapsed_ms": "elapsed time (ms)",
@@ -414,15 +417,16 @@ def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: 
                   reference: pd.DataFrame | Mapping[str, float] | None = None, title: str | None = None,
                   caption: str | None = None, labels: Mapping[str, str] | None = None,
                   log_x: bool = False, log_y: bool = False, width: int = 520, height: int = 300,
-                  reference_at: str = "left") -> alt.LayerChart:
-    """A line chart of a metric against a parameter (optionally one line per `color`), with reference lines
-    (their labels at the plot's ``reference_at`` end: put them where the data is not)."""
-    missing = [c for c in (x, y, color) if c is not None and c not in df.columns]
+                  reference_at: str = "left", dash: str | None = None) -> alt.LayerChart:
+    """A line chart of a metric against a parameter (optionally one line per `color`, and per `dash`, a second
+    column drawn as the line's dash pattern, e.g. the latch policy), with reference lines (their labels at the
+    plot's ``reference_at`` end: put them where the data is not)."""
+    missing = [c for c in (x, y, color, dash) if c is not None and c not in df.columns]
     if missing:
         raise ValueError(f"throughput_vs: columns {missing} are not in the DataFrame ({list(df.columns)})")
     title = title or f"{label(y, labels).split(' (')[0].capitalize()} against {label(x, labels).split(' (')[0]}"
     caption = caption or f"How {label(y, labels).split(' (')[0]} changes as {label(x, labels).split(' (')[0]} rises."
-    cols = [c for c in dict.fromkeys([x, y, color]) if c is not None]
+    cols = [c for c in dict.fromkeys([x, y, color, dash]) if c is not None]
     x_scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     y_scale = alt.Scale(type="log") if log_y else alt.Scale()
     enc: dict[str, Any] = {
@@ -436,6 +440,17 @@ def throughput_vs(df: pd.DataFrame, x: str, y: str = "throughput_per_s", color: 
                                  scale=alt.Scale(range=list(SERIES_COLORS)),
                                  legend=alt.Legend(orient="bottom", direction="horizontal",
                                                    columns=_legend_columns(df[color].astype(str).unique())))
+    if dash is not None:
+        kinds = list(dict.fromkeys(df[dash].astype(str)))
+        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=label(dash, labels), sort=kinds,
+                                           scale=alt.Scale(domain=kinds, range=[list(DASHES[i % len(DASHES)])
+                                                                               for i in range(len(kinds))]),
+                                           legend=alt.Legend(orient="bottom", direction="horizontal",
+                                                             columns=_legend_columns(kinds), symbolType="stroke",
+                                                             symbolSize=300, symbolStrokeWidth=2, symbolOpacity=1,
+                                                             symbolStrokeColor="#333", symbolFillColor="transparent"))
+        if color is None:
+            enc["detail"] = alt.Detail(f"{dash}:N")
     lines = alt.Chart(_records(df[cols].sort_values(x, kind="stable"))).mark_line(point=True).encode(**enc)
     return alt.layer(lines, *_reference_layers(reference, x, y, y_scale, reference_at)).properties(
         title=_title(title, caption), width=width, height=height)

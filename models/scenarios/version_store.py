@@ -16,7 +16,10 @@ the run measures updates per second over a window of ``window_ms``:
   RELEASE.  Versions fill pages back to back (8,096 bytes of records per
   8,192-byte page), and the append that needs a new page also holds the latch
   ``new_page_us`` longer; one update in ``new_unit_every`` starts a new
-  append-only allocation unit and holds it ``new_unit_us`` longer.
+  append-only allocation unit and holds it ``new_unit_us`` longer;
+* then ``think_us`` (exponential, default 0) off the scheduler: a commit's
+  log flush or the client's round trip, which Randal's loop had none of
+  (forced delayed durability, one batch).
 
 Which appends allocate is laid out in each connection's program from the
 version size (a repeating block of updates whose page allocations match
@@ -73,6 +76,9 @@ PARAMS = (
     Param("adr_cpu_us", "float", 100.0, "us", 0.0, 100_000.0, help="extra CPU per update with ADR on"),
     Param("read_fraction", "float", 0.0, "", 0.0, 0.99, help="share of statements that only read"),
     Param("cpu_per_read_us", "float", 50.0, "us", 0.0, 100_000.0, help="CPU of one read statement"),
+    Param("think_us", "float", 0.0, "us", 0.0, 1_000_000.0,
+          help="mean time off the scheduler after each update (a commit's log flush, the client's round trip), "
+               "exponential; none in Randal's loop"),
     Param("window_ms", "float", 500.0, "ms", 1.0, 100_000.0, help="simulated time over which updates are counted"),
 ) + common_params(schedulers=12)
 
@@ -124,6 +130,8 @@ def _update(prog: Program, values: dict[str, Any], pages: int, new_unit: bool) -
             prog.acquire(0, EX)
             prog.cpu(hold, FIXED)
             prog.release(0, EX)
+    if values["think_us"] > 0:
+        prog.sleep(values["think_us"], DISTRIBUTIONS["exponential"])
     prog.unit()
     return start
 
