@@ -281,3 +281,140 @@ def test_every_exercise_names_its_knob_and_shows_its_run():
         assert run["cell_type"] == "code" and "hide-cell" in run["metadata"].get("tags", [])
         assert "convoy.run(" in "".join(run["source"]) and run["outputs"]     # a run the reader can open, and its figure
         assert "remove-input" in numbers["metadata"].get("tags", []) and "glue" in "".join(numbers["source"])
+
+# ---------------------------------------------------------------- issue 42: bounds, notation, definitions
+
+CH1 = Path(__file__).resolve().parent.parent / "notebooks" / "01_latches_and_scheduling.ipynb"
+GLOSSARY = Path(__file__).resolve().parent.parent / "book" / "glossary.md"
+
+
+def _prose(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+
+
+def test_sensitivity_runs_are_the_onset_runs_read_again():
+    """The sensitivity table's 1 s / 60 s reading is the stored onset table, run for run; and one rate and seed,
+    rerun, gives back its stored rows at every threshold and horizon."""
+    sens = pd.read_csv(DATA_DIR / sweep_def.SENSITIVITY_FILE)
+    onsets = pd.read_csv(DATA_DIR / sweep_def.ONSET_FILE)
+    assert len(sens) == (len(sweep_def.SENSITIVITY_RATES) * sweep_def.ONSET_SEEDS
+                         * len(sweep_def.SENSITIVITY_THRESHOLDS_MS) * len(sweep_def.SENSITIVITY_HORIZONS_S))
+    main = sens.query("threshold_s == 1.0 and horizon_s == 60.0").merge(onsets, on=["arrival_rate_per_s", "seed"])
+    assert len(main) == len(sweep_def.SENSITIVITY_RATES) * sweep_def.ONSET_SEEDS
+    assert main["time_to_convoy_s_x"].fillna(-1).to_numpy() == pytest.approx(
+        main["time_to_convoy_s_y"].fillna(-1).to_numpy(), rel=1e-4)
+    fresh = pd.DataFrame(sweep_def.sensitivity_rows(460, 7))
+    stored = sens.query("arrival_rate_per_s == 460 and seed == 7").sort_values(["horizon_s", "threshold_s"])
+    fresh = fresh.sort_values(["horizon_s", "threshold_s"])
+    assert fresh["time_to_convoy_s"].fillna(-1).to_numpy() == pytest.approx(
+        stored["time_to_convoy_s"].fillna(-1).to_numpy(), rel=1e-4)
+
+
+def test_onset_shares_depend_on_the_definition_only_near_the_line():
+    """A higher threshold or a shorter horizon flags fewer runs; from 465 up nearly every setting flags them all,
+    and at 450 (below 1/S1) only the lowest threshold flags any."""
+    s = cv.onset_sensitivity(pd.read_csv(DATA_DIR / sweep_def.SENSITIVITY_FILE))
+    share = s.set_index(["threshold_s", "horizon_s", "arrival_rate_per_s"])["share"]
+    for rate in sweep_def.SENSITIVITY_RATES:
+        assert share[(0.5, 60.0, rate)] >= share[(1.0, 60.0, rate)] >= share[(2.0, 60.0, rate)]
+        assert share[(1.0, 30.0, rate)] <= share[(1.0, 60.0, rate)] <= share[(1.0, 120.0, rate)]
+    assert share[(1.0, 60.0, 450)] == 0 and share[(0.5, 60.0, 450)] < 0.05
+    assert share[(2.0, 60.0, 460)] < 0.3 < 0.9 < share[(0.5, 60.0, 460)]
+    assert all(share[(t, h, 465)] > 0.6 for t, h in cv.SENSITIVITY_COLUMNS)
+    table = cv.sensitivity_display(s)
+    assert list(table.columns) == ["rate (req/s)"] + [f"{t:g} s, {h:g} s" for t, h in cv.SENSITIVITY_COLUMNS]
+    assert table.iloc[0, 0] == "450" and table.iloc[3, 2].startswith("100 (")
+
+
+def test_x_counts_waiters_and_the_escape_odds():
+    """x = 1 s / S1 = 455 waiters (a count: it equals the 455 req/s rate by coincidence); such a queue empties
+    again with probability about 0.4 at 455 req/s and 2 in 100,000 at 460, and always at or below 1/S1."""
+    x = sweep_def.ONSET_THRESHOLD_MS / (2.0 + 0.2)
+    assert round(x) == 455
+    assert cv.escape_probability(455, 2.0, 200.0, x) == pytest.approx(0.403, abs=0.001)
+    assert 1e5 * cv.escape_probability(460, 2.0, 200.0, x) == pytest.approx(2.08, abs=0.01)
+    assert cv.escape_probability(450, 2.0, 200.0, x) == 1.0
+
+
+def test_collapsed_table_is_a_closed_dropdown_with_its_text():
+    table = cv.collapsed(_StubTable(), "A title", note="A note & more")
+    html = table._repr_html_()
+    assert html.startswith('<details class="sd-sphinx-override sd-dropdown') and " open" not in html.split(">")[0]
+    assert "<table>stub</table>" in html and "A note &amp; more" in html
+    assert repr(table) == "A title\nstub\nA note & more"
+
+
+class _StubTable:
+    def _repr_html_(self):
+        return "<table>stub</table>"
+
+    def __repr__(self):
+        return "stub"
+
+
+def test_handoff_lower_bound_is_the_one_derivation_everywhere():
+    """Chapters 1 and 2 glue the bound from fairness.lower_handoff_range_us; the glossary, which cannot glue, prints
+    the same rounded figures; nobody calls 3 µs White's bound any more."""
+    from models import calibration
+    from models.book.analysis import fairness as fx
+
+    bound = fx.lower_handoff_range_us()
+    glossary = " ".join(GLOSSARY.read_text(encoding="utf-8").split())
+    assert f"about {bound['face_value']:.1f} µs" in glossary and f"±{fx.ELAPSED_ROUNDING_S:.2f} s" in glossary
+    assert bound["narrowest_gap"] < 0 and "no bound at all" in glossary
+    low = min(fx.BAND_HANDOFFS_US)
+    assert low == calibration.CONTEXT_SWITCH_US + calibration.WAKEUP_BAND_US[0]
+    assert f"low end of {low:.1f} µs is an assumption" in glossary
+    for path in (CH1, NOTEBOOK):
+        prose = _prose(path)
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                         if c["cell_type"] == "code")
+        assert "lower_handoff_range_us()" in code
+        for stale in ("bounds it from below at about 3", "from below at about {eval}", "2.9 µs", "(5.5 − 4.5)/R"):
+            assert stale not in prose, (path.name, stale)
+    for stale in ("bounds it from below at about 3", "about 3 µs"):
+        assert stale not in glossary
+
+
+def test_glossary_fixes_the_notation():
+    text = GLOSSARY.read_text(encoding="utf-8")
+    terms = [line for line in text.splitlines() if line and not line.startswith((" ", "#", "`", "{"))]
+    for term in ("hand-off", "convoy", "λ", "S0", "S1", "N*"):
+        assert term in terms, term
+    flat = " ".join(text.split())
+    assert "$h$, a parameter of the book's model" in flat and "It is not a measurement" in flat
+    assert "The book uses the word in this one sense" in flat
+    assert "$N^* =" not in flat  # the USL's peak is not N*
+
+
+def test_no_raw_number_leaks_onto_the_page():
+    """No stored text output of chapters 1 and 2 shows a number with more than four decimals (a glue on a cell's last
+    line printed its value raw: 3.327177083 under chapter 1's timeline)."""
+    import re
+
+    for path in (CH1, NOTEBOOK):
+        for k, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            for out in cell.get("outputs", []):
+                texts = [out.get("text", "")] + [v for key, v in (out.get("data") or {}).items()
+                                                  if key in ("text/plain", "text/html")]
+                for text in texts:
+                    text = "".join(text) if isinstance(text, list) else text
+                    assert not re.search(r"\d\.\d{5,}", text), (path.name, k, text[:200])
+
+
+def test_chapter_1_says_where_the_model_differs_from_a_server():
+    prose = _prose(CH1)
+    assert "one is enough" in prose and "preemptive" in prose            # one scheduler can contend on a server
+    assert "an I/O wait, not contention" not in prose and "They are still latch waits" in prose
+    assert "heavy stream of SH requests" in prose                         # superlatches are for read-hot pages
+    assert "```{warning}" in "".join("".join(c["source"]) for c in json.loads(CH1.read_text())["cells"])
+    assert "WAITFOR DELAY '00:00:05'" in prose and "WHERE class = <map_key>" in prose
+
+
+def test_chapter_2_says_what_x_and_the_signal_share_are():
+    prose = _prose(NOTEBOOK)
+    assert "waiters (a count, not the 455 req/s rate)" in prose
+    assert "about half the run being handed" not in prose
+    assert "the DMVs give neither per class" in prose and "$s_{\\text{type}} \\ge s$" in prose
+    assert "$S_1 = S + h$" in prose and "$S_0 = S$" in prose

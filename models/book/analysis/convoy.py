@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # the engine is imported only when a run is asked for
 __all__ = ["HOLD_MS", "run", "capacities", "md1_mean_wait_ms", "by_request", "queue_length", "queue_series",
            "drain_time_s", "wait_per_request_ahead", "saturation_table", "convoy_onset_ms", "wilson_interval", "onset_summary",
            "onset_shares_text", "dmv_snapshot", "dmv_signature", "signature_of", "signature_table",
-           "signature_report", "unfair_idle_us"]
+           "signature_report", "unfair_idle_us", "onset_sensitivity", "sensitivity_display", "escape_probability",
+           "collapsed"]
 
 HOLD_MS = 2.0  # White's example: every request holds the EX latch for 2 ms
 
@@ -198,6 +199,78 @@ def onset_shares_text(summary: pd.DataFrame) -> str:
     return ", ".join(parts) + " req/s"
 
 
+def escape_probability(rate_per_s: float, hold_ms: float, handoff_us: float, waiters: float) -> float:
+    """The chance that a queue of ``waiters`` above 1/(hold + hand-off) ever empties again.
+
+    While a queue exists each service takes S1 = hold + hand-off and m = rate x S1 requests arrive during it on
+    average; for Poisson arrivals the queue is a random walk with drift m - 1 and variance about m per service,
+    whose chance of ever falling ``waiters`` steps is exp(-theta x waiters), theta = 2 (m - 1) / m (the diffusion
+    approximation).  1 at or below 1/S1, where every queue empties.
+    """
+    m = rate_per_s * (hold_ms + handoff_us / 1000.0) / 1000.0
+    return 1.0 if m <= 1.0 else math.exp(-2.0 * (m - 1.0) / m * waiters)
+
+
+# The settings the sensitivity table shows, one changed at a time from the chapter's (threshold 1 s, horizon 60 s).
+SENSITIVITY_COLUMNS = ((0.5, 60.0), (1.0, 60.0), (2.0, 60.0), (1.0, 30.0), (1.0, 120.0))
+
+
+def onset_sensitivity(runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`onset_summary` of the stored sensitivity runs at every threshold and horizon they were read at.
+
+    ``runs`` has one row per rate, seed, threshold (s) and horizon (s), as
+    ``models.book.sweeps.convoy.sensitivity_table`` writes it; the result one row per threshold, horizon and rate.
+    """
+    out = []
+    for (threshold, horizon), grp in runs.groupby(["threshold_s", "horizon_s"], sort=True):
+        out.append(onset_summary(grp, horizon).assign(threshold_s=threshold, horizon_s=horizon))
+    cols = ["threshold_s", "horizon_s"]
+    return pd.concat(out, ignore_index=True)[cols + [c for c in out[0].columns if c not in cols]]
+
+
+def sensitivity_display(summary: pd.DataFrame, columns=SENSITIVITY_COLUMNS) -> pd.DataFrame:
+    """The share that convoyed, in % with its Wilson 95 % interval, one row per rate and one column per setting of
+    ``columns`` ((threshold s, horizon s) pairs), read from :func:`onset_sensitivity`."""
+    table = summary.set_index(["threshold_s", "horizon_s", "arrival_rate_per_s"])
+    rates = sorted(summary["arrival_rate_per_s"].unique())
+    out = {"rate (req/s)": [f"{r:.0f}" for r in rates]}
+    for threshold, horizon in columns:
+        cells = []
+        for rate in rates:
+            r = table.loc[(threshold, horizon, rate)]
+            cells.append(f"{100 * r['share']:.0f} ({100 * r['share_lo']:.0f}–{100 * r['share_hi']:.0f})")
+        out[f"{threshold:g} s, {horizon:g} s"] = cells
+    return pd.DataFrame(out)
+
+
+_CHEVRON = ('<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
+            'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
+            '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
+            '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span>')
+
+
+class collapsed:  # noqa: N801 - used like a function: collapsed(table, "title")
+    """A table (any object with ``_repr_html_``) in a closed dropdown, drawn as the book's MyST dropdowns are
+    (sphinx-design's markup), for a secondary table the page keeps one click away; ``note`` is a paragraph of
+    plain text under the table.  Its plain-text form is the title, the table's text and the note."""
+
+    def __init__(self, table: Any, title: str, note: str = "") -> None:
+        self.table, self.title, self.note = table, title, note
+
+    def _repr_html_(self) -> str:
+        import html
+
+        note = f'<p class="sd-card-text">{html.escape(self.note)}</p>' if self.note else ""
+        return ('<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3">'
+                f'<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">'
+                f'{html.escape(self.title)}</span>{_CHEVRON}</summary>'
+                f'<div class="sd-summary-content sd-card-body docutils">{self.table._repr_html_()}{note}</div>'
+                '</details>')
+
+    def __repr__(self) -> str:
+        return "\n".join(part for part in (self.title, repr(self.table), self.note) if part)
+
+
 def dmv_snapshot(results: Mapping[str, Any]) -> pd.DataFrame:
     """One row per labelled run: its sys.dm_os_latch_stats row, the LATCH_EX signal wait from
     sys.dm_os_wait_stats, the acquire count (what the latch_acquired event counts) and the elapsed time."""
@@ -223,8 +296,9 @@ def dmv_signature(waits: float, wait_time_ms: float, signal_wait_time_ms: float,
 
     - ``waits_per_acquire``: near 1 when the latch is never found free (a convoy);
     - ``mean_waiters``: tasks waiting on average, wait time over elapsed time (Little's law);
-    - ``handoff_time_share``: signal wait over elapsed time, the share of the interval the latch spent
-      owned but idle while a woken waiter got back onto its CPU (valid when one latch dominates);
+    - ``handoff_time_share``: signal wait over elapsed time, the share of the interval a fair latch spent
+      granted to a woken waiter not yet running: the hand-off h plus that waiter's CPU queueing (one latch's
+      only when that latch owns the wait type's signal wait);
     - ``signal_per_wait_us`` and ``signal_share``: the hand-off per wait, and its share of each wait.
     """
     if elapsed_ms <= 0 or waits < 0:
@@ -260,7 +334,7 @@ def signature_table(results: Mapping[str, Any]) -> pd.DataFrame:
     """:func:`signature_of` for several labelled runs, one row each, with readable column names."""
     names = {"waits_per_acquire": "waits per acquire", "no_waiter_share": "time nobody waits (%)",
              "mean_waiters": "mean waiters", "avg_wait_ms": "avg wait (ms)",
-             "signal_per_wait_us": "signal wait per wait (µs)", "handoff_time_share": "hand-off share of time (%)"}
+             "signal_per_wait_us": "signal wait per wait (µs)", "handoff_time_share": "signal wait share of time (%)"}
     rows = []
     for label, res in results.items():
         sig = signature_of(res)
