@@ -358,3 +358,15 @@ def test_a_policy_chart_draws_the_policy_as_the_dash():
     assert enc["strokeDash"]["field"] == "policy"
     assert enc["strokeDash"]["scale"]["domain"] == ["no latch", "fair", "unfair"]
     assert spec["width"] == 300
+
+
+def test_the_wake_up_bound_rests_on_its_assumptions():
+    """'A long wake-up is ruled out' holds only under the chapter's four choices: the page cost moves the most the
+    fair latch passes at a 15 us wake-up either side of 60,000, and the unfair latch is not bound at all."""
+    floor = dict(hold_us=vs.HOLD_FLOOR_US, seeds=(1, 2))
+    target = vs.RANDAL["on_per_s"]
+    assert vs.mean_throughput(wakeup_us=15.0, new_page_us=5.0, **floor) > target
+    assert vs.mean_throughput(wakeup_us=15.0, new_page_us=80.0, **floor) < target
+    assert vs.mean_throughput(wakeup_us=15.0, row_bytes=2000, **floor) < target < \
+        vs.mean_throughput(wakeup_us=15.0, row_bytes=100, **floor)
+    assert vs.mean_throughput(wakeup_us=30.0, policy="unfair", **floor) > target
