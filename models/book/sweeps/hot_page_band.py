@@ -1,11 +1,13 @@
 """The hot-page chapter's seeds and bands: every multi-seed figure it quotes, run once and stored.
 
-Flow control's gain by sessions (32 to 400, and the peak's neighbourhood, 48 to
-100), the throttled narrow run's waits, the batching and scheduler tables,
-each with seeds 1-5, for the chapter's setting, the ends of the wake-up band
-and the far end of the hold band (the leaf's hold at 40 us, the queue cost and
-new page refitted); Biondi's three keys, exercise 1's hash buckets and the
-10-thread CPU per insert at the fitted client pace.  Run it with
+Flow control's gain by sessions (8 to 400, and the peak's neighbourhood, 48 to
+100), the throttled narrow run's waits, the batching table, each with seeds
+1-5, for the chapter's low hold (the batched row's own work), the ends of the
+wake-up band, the far end of the hold band (the leaf's hold at 40 us, the queue
+cost and new page refitted) and no queue cost (the hold refitted to the wall
+clock instead); the scheduler table, Radivojevic's setup and the 10-thread CPU
+per insert at the two holds and without the queue cost; Biondi's three keys and
+exercise 1's hash buckets.  Run it with
 ``python -m models sweep hot_page_band``; the chapter reads
 ``hot_page_band.csv``.
 """
