@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:  # run as a script: the project's own package, not
 
 import models  # noqa: E402
 from models.book.analysis import cci as cci_book  # noqa: E402
-from models.book.analysis import nested  # noqa: E402
+from models.book.analysis import nested, your_server  # noqa: E402
 from models.book.analysis import version_store as version_book  # noqa: E402
 from models.files import write_bytes_atomic  # noqa: E402
 from models.fitting import evidence as ev  # noqa: E402
@@ -45,10 +45,9 @@ OUT = ROOT / "tests" / "captures"
 BOOK_CAPTURE = ("hot_page_busy_instance", ROOT / "book" / "data" / "dba_capture.csv")
 COMMAND = ".venv/bin/python scripts/make_captures.py"
 
-# The hot-page chapter's calibration of Poché's test (book/data/example_snapshot.csv's header), 1,000 rows a session.
-HOT_PAGE = dict(sessions=100, inserts_per_session=1000, schedulers=16, row_bytes=60, think_us=3310.0,
-                cpu_before_us=112.19, cpu_under_us=4.16, log_flush_us=9.4, contender_cost_us=2.7, new_page_us=79.3,
-                alloc_us=20.0, move_row_us=1.0)
+# The hot-page calibration chapter 9's fit assumes (the scenario's defaults, book/data/example_snapshot.csv's header),
+# 1,000 rows a session.
+HOT_PAGE = dict(your_server.EXAMPLE_PARAMS)
 # The parallel insert chapter's fast query (models.book.analysis.nested), with rows enough for a 2 s window.
 PARALLEL = dict(nested.SETUP, cpu_per_row_us=round(nested.cpu_per_row_us("fast", nested.HOLD_US), 4))
 

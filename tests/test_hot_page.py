@@ -176,11 +176,18 @@ def test_each_band_refit_hits_the_same_targets(wakeup):
     assert hp.run(hp.wide(setup)).extra["query_duration_ms"] / 1000 == pytest.approx(hp.POCHE["wide_s"], rel=0.1)
 
 
-def test_scenario_defaults_are_the_chapters_calibration():
+def test_scenario_defaults_are_the_chapters_setup_and_the_fits_calibration():
+    """The scenario's defaults are seed 002's setup; its four calibrated costs are the ones chapter 9's fit assumes,
+    the calibration before the page share came out of the row's work: the batched 4.16 us a row under the latch and
+    the call's 125.75 us less it and the flush before it (the queue's cost and the new page as fitted there)."""
     defaults = lpi.SCENARIO.defaults()
-    for name in ("think_us", "cpu_before_us", "cpu_under_us", "log_flush_us", "contender_cost_us", "new_page_us",
-                 "alloc_us", "move_row_us", "row_bytes", "schedulers", "sessions"):
+    for name in ("think_us", "log_flush_us", "alloc_us", "move_row_us", "row_bytes", "schedulers", "sessions"):
         assert defaults[name] == pytest.approx(hp.SETUP_002[name]), name
+    assert defaults["cpu_under_us"] == round(hp.BATCH_ROW_US, 2)
+    assert defaults["cpu_before_us"] == round(hp.INSERT_US - defaults["cpu_under_us"] - hp.LOG_FLUSH_US, 2)
+    assert (defaults["contender_cost_us"], defaults["new_page_us"]) == (2.7, 79.3)
+    # chapter 5's own calibration takes the page share out of the row's work
+    assert hp.SETUP_002["cpu_under_us"] < defaults["cpu_under_us"]
     assert hp.CPU_UNDER_US == pytest.approx(hp.row_work_us(hp.NEW_PAGE_US)) and hp.LOG_FLUSH_US == pytest.approx(9.4)
     assert (hp.POCHE["serial_us_per_row"], hp.POCHE["batch500_us_per_row"]) == (
         calibration.POCHE_SERIAL_US_PER_ROW, calibration.POCHE_BATCH500_US_PER_ROW)

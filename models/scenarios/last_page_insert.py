@@ -34,9 +34,15 @@ session whose quantum has less left than its insert needs yields first.
 Latch classes: BUFFER (every index page and the allocation page,
 PAGELATCH_SH/UP/EX).
 
-The defaults are the hot-page chapter's calibration of Poché's machine (seed
-002), each derived in :mod:`models.book.analysis.hot_page` (a test holds
-them equal), but for 200 inserts a session instead of 1,000.
+The defaults are the costs chapter 9's fit assumes: the hot-page chapter's
+calibration of Poché's machine (seed 002) as issue 41 left it, for 200
+inserts a session instead of 1,000.  That calibration charged a new page's
+allocation on top of a row's work that already held it (the batched 4.16 us
+a row); chapter 5 now takes the page share out (1.62 us under the latch,
+:data:`models.book.analysis.hot_page.SETUP_002`) and refits the queue's cost
+and the new page there.  Moving the fit to it is left open: on the test
+corpus it moves the fit's self-correction of the call's CPU past the truth
+on the busy-instance capture, which needs its own study.
 """
 
 from __future__ import annotations
@@ -86,16 +92,16 @@ PARAMS = (
     Param("batch_rows", "int", 1, "rows", 1, 10_000, help="rows one call inserts (a table-valued parameter)"),
     Param("think_us", "float", 3_310.0, "us", 0.0, 1_000_000.0,
           help="mean time between calls spent outside SQL Server (client round trip)"),
-    Param("cpu_before_us", "float", 109.95, "us", 0.0, 100_000.0, help="CPU of a call before it latches a page"),
-    Param("cpu_under_us", "float", 1.62, "us", 0.01, 100_000.0, help="CPU per row under the leaf page latch"),
+    Param("cpu_before_us", "float", 112.19, "us", 0.0, 100_000.0, help="CPU of a call before it latches a page"),
+    Param("cpu_under_us", "float", 4.16, "us", 0.01, 100_000.0, help="CPU per row under the leaf page latch"),
     Param("cpu_dist", "choice", "fixed", choices=("fixed", "exponential"),
           help="CPU bursts exactly their mean, or exponential with that mean"),
-    Param("new_page_us", "float", 81.8, "us", 0.0, 100_000.0, help="extra hold of the leaf to format a new page"),
+    Param("new_page_us", "float", 79.3, "us", 0.0, 100_000.0, help="extra hold of the leaf to format a new page"),
     Param("alloc_us", "float", 20.0, "us", 0.0, 100_000.0,
           help="hold of the allocation page's latch (PAGELATCH_UP) per new page"),
     Param("log_flush_us", "float", 9.4, "us", 0.0, 100_000.0,
           help="the commit's log flush per call, after the page latches are released (WRITELOG)"),
-    Param("contender_cost_us", "float", 3.0, "us", 0.0, 1_000.0,
+    Param("contender_cost_us", "float", 2.7, "us", 0.0, 1_000.0,
           help="extra hold of a page latch per worker queued on it when it is taken (the queue's cost, fitted)"),
     Param("move_row_us", "float", 1.0, "us", 0.0, 10_000.0, help="extra hold per row a mid-page split moves"),
 ) + common_params(schedulers=16)
