@@ -371,18 +371,18 @@ def test_the_stored_cpu_under_test_refuses_large_values_and_is_what_its_code_com
     and counts.  Written at 40 us (chapter 5's other end), it is refused at 4.16 and stands only at 40."""
     every = pd.read_csv(ys.CPU_UNDER_TEST, keep_default_na=False)
     assert set(every["written_us"]) == set(ys.CPU_UNDER_WRITTEN)
-    stored = every[every["written_us"] == hot_page.SETUP_002["cpu_under_us"]].set_index("cpu_under_us")
+    stored = every[every["written_us"] == ys.EXAMPLE_PARAMS["cpu_under_us"]].set_index("cpu_under_us")
     assert set(stored.index) == set(ys.CPU_UNDER_VALUES)
     assert (stored.loc[[16.0, 40.0, 80.0], "verdict"] == "refused").all()
-    assert stored.loc[hot_page.SETUP_002["cpu_under_us"], "verdict"] == "fitted"
+    assert stored.loc[ys.EXAMPLE_PARAMS["cpu_under_us"], "verdict"] == "fitted"
     assert "index_allocation" in stored.loc[40.0, "counts_off"]
     again = ys.cpu_under_test(ys.load(ys.EXAMPLE), values=(40.0,))
     assert again["verdict"].iloc[0] == "refused" and again["counts_off"].iloc[0] == stored.loc[40.0, "counts_off"]
     other = every[every["written_us"] == 40.0].set_index("cpu_under_us")
-    assert other.loc[hot_page.SETUP_002["cpu_under_us"], "verdict"] == "refused"
+    assert other.loc[ys.EXAMPLE_PARAMS["cpu_under_us"], "verdict"] == "refused"
     assert list(other.index[other["verdict"] != "refused"]) == [40.0]
-    back = ys.cpu_under_test(ys.example_written_at(40.0), values=(hot_page.SETUP_002["cpu_under_us"],))
-    assert back["counts_off"].iloc[0] == other.loc[hot_page.SETUP_002["cpu_under_us"], "counts_off"]
+    back = ys.cpu_under_test(ys.example_written_at(40.0), values=(ys.EXAMPLE_PARAMS["cpu_under_us"],))
+    assert back["counts_off"].iloc[0] == other.loc[ys.EXAMPLE_PARAMS["cpu_under_us"], "counts_off"]
 
 
 def test_counts_off_reads_a_misfit_message():

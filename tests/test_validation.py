@@ -329,14 +329,14 @@ def test_recount_traces_numbers_in_words_and_keeps_assumptions_made_knowing_a_nu
 
 
 def test_the_ledger_gives_whites_bound_on_the_handoff_and_the_bands_low_end_apart():
-    """h >= (fair - unfair - idle) / W: about 1.3 us at face value, none within White's +-0.25 s; the band's
-    3.0 us low end is the 2.0 us switch plus the least wake-up, not his bound."""
-    floor = v.handoff_floor(idle_s=0.65)
-    assert 1.0 < floor["face_value_us"] < 1.6 and floor["narrowest_gap_us"] <= 0
+    """h >= (fair - unfair - idle(h)) / W: about 3.5 us at face value, 1.8 us within White's +-0.25 s; the band's
+    3.0 us low end (the 2.0 us switch plus the least wake-up) lies inside the rounded bound, below the face-value one."""
+    floor = v.handoff_floor()
+    assert 3.0 < floor["face_value_us"] < 4.0 and 1.5 < floor["narrowest_gap_us"] < 2.2
     assert floor["band_low_us"] == pytest.approx(3.0)
-    text = v.handoff_floor_text(idle_s=0.65)
-    assert "1.3 µs at face value" in text and "none once each is read as ±0.25 s" in text
-    assert "2.9" not in text and "lower bound" not in text
+    text = v.handoff_floor_text()
+    assert "3.5 µs at face value" in text and "1.8 µs once each is read as ±0.25 s" in text
+    assert "lies inside the rounded bound" in text and "2.9" not in text
 
 
 def test_unfair_latch_spinning_without_limit_holds_pollaczek_khinchine_and_spreads_wider_than_fifo():
@@ -405,7 +405,7 @@ def test_parameter_ledger_names_a_source_for_every_parameter():
     assert (ledger["derived from"].str.strip() != "").all(), ledger
     assert {"all", "3", "4", "5", "6", "7"} <= set(ledger["chapter"])
     assert ledger.loc[0, "derived from"].startswith("White's fair run of NESTING_TRANSACTION_FULL")
-    assert "at face value" in ledger.loc[0, "derived from"] and "is not his bound" in ledger.loc[0, "derived from"]
+    assert "at face value" in ledger.loc[0, "derived from"] and "lies inside the rounded bound" in ledger.loc[0, "derived from"]
     # The gaps between log records are an assumption of chapters 3 and 4, and say so.
     gaps = ledger[ledger["parameter"] == "CPU between log records"]
     assert set(gaps["chapter"]) == {"3", "4"} and gaps["derived from"].str.startswith("assumed").all()

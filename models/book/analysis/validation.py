@@ -939,33 +939,32 @@ def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
     ]
 
 
-def handoff_floor(idle_s: float | None = None) -> dict[str, float]:
-    """What bounds the hand-off h from below, and the band's low end, which is not such a bound.
+def handoff_floor() -> dict[str, float]:
+    """What bounds the hand-off h from below, and the band's low end.
 
-    White's two elapsed times give h >= (fair - unfair - idle) / W (``fairness.lower_handoff_range_us``): at face
-    value, and at the narrowest gap his "around" allows (each time +-``fairness.ELAPSED_ROUNDING_S``), where the
-    bound is gone.  The band's low end is the 2.0 us switch plus the book's least wake-up
+    White's two elapsed times give h >= (fair - unfair - idle) / W with the idle of the model refitted at that h
+    (``fairness.lower_handoff_range_us``): at face value, and at the narrowest gap his "around" allows (each time
+    +-``fairness.ELAPSED_ROUNDING_S``).  The band's low end is the 2.0 us switch plus the book's least wake-up
     (``calibration.WAKEUP_BAND_US``).
     """
     from models import calibration as cal
     from models.book.analysis import fairness
 
-    bound = fairness.lower_handoff_range_us(idle_s)
-    return {"face_value_us": bound["face_value"], "narrowest_gap_us": bound["narrowest_gap"], "idle_s": bound["idle_s"],
+    bound = fairness.lower_handoff_range_us()
+    return {"face_value_us": bound["face_value"], "narrowest_gap_us": bound["narrowest_gap"],
             "rounding_s": fairness.ELAPSED_ROUNDING_S, "switch_us": cal.CONTEXT_SWITCH_US,
             "least_wakeup_us": cal.WAKEUP_BAND_US[0], "band_low_us": cal.CONTEXT_SWITCH_US + cal.WAKEUP_BAND_US[0]}
 
 
-def handoff_floor_text(idle_s: float | None = None) -> str:
+def handoff_floor_text() -> str:
     """The ledger's words for :func:`handoff_floor`, numbers rounded as the reader sees them."""
-    f = handoff_floor(idle_s)
-    gone = ("and none once each is read as ±{:g} s".format(f["rounding_s"]) if f["narrowest_gap_us"] <= 0 else
-            "and {:.1f} µs once each is read as ±{:g} s".format(f["narrowest_gap_us"], f["rounding_s"]))
+    f = handoff_floor()
+    inside = "inside" if f["band_low_us"] >= f["narrowest_gap_us"] else "outside"
     return (f"an upper bound for that latch (the signal wait also holds CPU queueing); his two elapsed times bound it "
-            f"from below only weakly, (fair − unfair − idle) / waits = {f['face_value_us']:.1f} µs at face value with "
-            f"the model's {f['idle_s']:.2f} s of idle, {gone}; the band's low end, {f['band_low_us']:.1f} µs, is not "
-            f"his bound but the {f['switch_us']:.1f} µs switch plus the book's least wake-up, "
-            f"{f['least_wakeup_us']:g} µs")
+            f"from below, (fair − unfair − idle) / waits with the idle of the model refitted at each hand-off: "
+            f"{f['face_value_us']:.1f} µs at face value, {f['narrowest_gap_us']:.1f} µs once each is read as "
+            f"±{f['rounding_s']:g} s; the band's low end, {f['band_low_us']:.1f} µs (the {f['switch_us']:.1f} µs switch "
+            f"plus the book's least wake-up, {f['least_wakeup_us']:g} µs), lies {inside} the rounded bound")
 
 
 def parameter_ledger() -> pd.DataFrame:

@@ -2,8 +2,9 @@
 
 Only hold + hand-off is pinned by White's fair run (5.5 s); his signal wait
 bounds the hand-off from above (9.7 us); his two elapsed times bound it from
-below only weakly (about 1.3 us at face value, none within their rounding), so
-the low end, 3.0 us, is the 2.0 us switch plus the book's least wake-up.  At
+below (about 3.5 us at face value, 1.8 us within their rounding, with the idle
+of the model refitted at each hand-off: fairness.lower_handoff_us); the low
+end, 3.0 us, is the 2.0 us switch plus the book's least wake-up.  At
 each hand-off of ``BAND_HANDOFFS_US`` (and at 9.7 us with the
 assumed log-record count moved by 15% either way) the CPU per row and the spin
 cycle are refitted, then every published figure and exercise 3's no-stall
