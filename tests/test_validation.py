@@ -269,11 +269,12 @@ def test_no_predicted_row_names_a_parameter_its_number_set():
     predicted = card[card["counted_as"] == "predicted"]
     assert len(predicted) >= 1
     assert (predicted["sets"] == "").all(), predicted[["figure", "sets"]]
-    assert predicted["verdict"].isin(["held", "missed", "untested"]).all(), predicted[["figure", "basis", "verdict"]]
+    assert predicted["verdict"].isin(["held", "missed", "untested", "split"]).all(), predicted[["figure", "basis",
+                                                                                                 "verdict"]]
     # A row whose number set a parameter is never predicted, whatever its chapter called it.
     assert (card.loc[card["sets"] != "", "counted_as"] != "predicted").all()
     counts = v.scorecard_counts(card)
-    assert counts["predictions"] == counts["held"] + counts["missed"] + counts["untested"]
+    assert counts["predictions"] == counts["held"] + counts["missed"] + counts["untested"] + counts["split"]
 
 
 def test_every_number_that_set_a_parameter_is_found_on_its_chapters_rows():
@@ -422,3 +423,15 @@ def test_a_burst_drains_under_even_arrivals_exactly_when_the_schedule_says():
 def test_exact_drain_refuses_a_rate_at_which_the_burst_never_drains():
     with pytest.raises(ValueError, match="rate_per_s"):
         v.exact_drain_ms(500, 10, 2.0, 0.0097)
+
+
+def test_a_share_read_from_counts_is_judged_in_counts_at_every_setting_shown():
+    """33/36 = 91.7%: one count is 2.8 points, so +0.2 points holds, +3.1 misses, and a row showing both is split; a
+    25% factor would have let anything from 73% to 100% hold."""
+    assert v.share_step_points("33/36 = 91.7%") == pytest.approx(100 / 36) and v.share_step_points("22 ms") is None
+    one = "91.9 ± 0.5% (+0.2 points) (hand-off 9.7 µs)"
+    both = one + "; 94.8 ± 0.5% (+3.1 points) (hand-off 3.0 µs, refitted)"
+    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", one) == "held"
+    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", both) == "split"
+    assert v._verdict(1.03, "predicted", "", "33/36 = 91.7%", "94.8 ± 0.5% (+3.1 points)") == "missed"
+    assert v._verdict(1.2, "predicted", "", "22 ms", "26 ms") == "held"  # a number keeps the factor rule

@@ -1208,10 +1208,26 @@ def _chapter_word(basis: str) -> str:
 
 # A numeric prediction holds when the model lies within this factor of the measurement (either way).
 HOLDS_WITHIN = 1.25
+# A share read from counts (Obbish's "33/36 = 91.7%") holds when the model lies within one count of it, 100/n
+# points: near 100% a factor would let almost anything hold, and the count cannot say more than one step.
+_SHARE = re.compile(r"(\d+)\s*/\s*(\d+)\s*=\s*[\d.]+\s*%")
+_POINTS = re.compile(r"\(([+-]?\d+(?:\.\d+)?) points\)")
 
 
-def _verdict(ratio: float, basis: str, note: str) -> str:
-    """held, missed or untested: from the ratio when there is one, else from the chapter's own words."""
+def share_step_points(measured: str) -> float | None:
+    """One count's step, in points, of a share written as k/n (100/n), or None for any other figure."""
+    found = _SHARE.search(measured)
+    return 100.0 / int(found.group(2)) if found and int(found.group(2)) > 0 else None
+
+
+def _verdict(ratio: float, basis: str, note: str, measured: str = "", model: str = "") -> str:
+    """held, missed, split or untested.  A share read from counts is judged in points at every setting the row shows
+    (held at all, missed at all, else split); a number by its ratio; a row in words by the chapter's own words."""
+    step = share_step_points(measured)
+    offsets = [abs(float(x)) for x in _POINTS.findall(model)]
+    if step is not None and offsets:
+        inside = [off <= step for off in offsets]
+        return "held" if all(inside) else "missed" if not any(inside) else "split"
     if pd.notna(ratio):
         return "held" if 1 / HOLDS_WITHIN <= ratio <= HOLDS_WITHIN else "missed"
     text = f"{basis} {note}".lower()
@@ -1231,7 +1247,8 @@ def recount(card: pd.DataFrame) -> pd.DataFrame:
     so), ``sets_through`` (what follows from those parameters), ``chapter_word`` (the chapter's basis in How to
     read's words), ``counted_as`` (fitted if the number set a parameter; consistent if the chapter says predicted
     but an assumption was made knowing the number; else the chapter's word: the recount never strengthens it) and, for predicted rows, ``verdict`` (held within
-    :data:`HOLDS_WITHIN` or missed; for a row in words, the chapter's own verdict) and ``weak`` (the chapter
+    :data:`HOLDS_WITHIN` or missed; a share read from counts within one count at every setting shown, else missed or
+    split; for a row in words, the chapter's own verdict) and ``weak`` (the chapter
     calls it a weak test).
     """
     found = setters()
@@ -1250,7 +1267,8 @@ def recount(card: pd.DataFrame) -> pd.DataFrame:
         # assumption chosen knowing it makes a "predicted" row consistent; anything else keeps the chapter's word.
         c = "fitted" if "fitted" in kinds else "consistent" if "consistent" in kinds and w == "predicted" else w
         counted.append(c)
-        verdict.append(_verdict(r.ratio, str(r.basis), str(r.depends_on)) if c == "predicted" else "")
+        verdict.append(_verdict(r.ratio, str(r.basis), str(r.depends_on), str(r.measured), str(r.model))
+                       if c == "predicted" else "")
         weak.append(c == "predicted" and "weak" in f"{r.basis} {r.depends_on}".lower())
     return card.assign(sets=sets, sets_through=through, chapter_word=word, counted_as=counted, verdict=verdict,
                        weak=weak)
@@ -1263,6 +1281,7 @@ def scorecard_counts(card: pd.DataFrame) -> dict[str, int]:
     return {"rows": len(card), "predictions": len(predicted),
             "held": int((predicted["verdict"] == "held").sum()), "missed": int((predicted["verdict"] == "missed").sum()),
             "untested": int((predicted["verdict"] == "untested").sum()),
+            "split": int((predicted["verdict"] == "split").sum()),
             "weak_held": int((predicted["weak"] & (predicted["verdict"] == "held")).sum()),
             "fitted": int((card["counted_as"] == "fitted").sum()),
             "consistent": int((card["counted_as"] == "consistent").sum()),
@@ -1277,6 +1296,7 @@ def chapter_summary(card: pd.DataFrame) -> pd.DataFrame:
         rows.append({"chapter": int(ch), "notebook": part["notebook"].iloc[0],
                      "held": int((p["verdict"] == "held").sum()), "missed": int((p["verdict"] == "missed").sum()),
                      "untested": int((p["verdict"] == "untested").sum()),
+                     "split": int((p["verdict"] == "split").sum()),
                      "fitted": int((part["counted_as"] == "fitted").sum()),
                      "consistent": int((part["counted_as"] == "consistent").sum()),
                      "other": int((~part["counted_as"].isin(["predicted", "fitted", "consistent"])).sum())})
