@@ -329,12 +329,22 @@ def test_onset_shares_depend_on_the_definition_only_near_the_line():
 
 def test_x_counts_waiters_and_the_escape_odds():
     """x = 1 s / S1 = 455 waiters (a count: it equals the 455 req/s rate by coincidence); such a queue empties
-    again with probability about 0.4 at 455 req/s and 2 in 100,000 at 460, and always at or below 1/S1."""
+    again with probability about 0.4 at 455 req/s and 1.9 in 100,000 at 460 (the exact root of z = exp(m(z - 1));
+    the diffusion approximation gives 2.1), and always at or below 1/S1."""
+    import math
+
     x = sweep_def.ONSET_THRESHOLD_MS / (2.0 + 0.2)
     assert round(x) == 455
     assert cv.escape_probability(455, 2.0, 200.0, x) == pytest.approx(0.403, abs=0.001)
-    assert 1e5 * cv.escape_probability(460, 2.0, 200.0, x) == pytest.approx(2.08, abs=0.01)
+    assert 1e5 * cv.escape_probability(460, 2.0, 200.0, x) == pytest.approx(1.91, abs=0.01)
+    assert 1e5 * cv.escape_probability(460, 2.0, 200.0, x, exact=False) == pytest.approx(2.08, abs=0.01)
     assert cv.escape_probability(450, 2.0, 200.0, x) == 1.0
+    for rate in (455, 460, 480):   # the root z solves z = exp(m (z - 1)) with 0 < z < 1
+        m = rate * 2.2 / 1000
+        z = cv.escape_probability(rate, 2.0, 200.0, 1.0)
+        assert 0 < z < 1 and z == pytest.approx(math.exp(m * (z - 1)), rel=1e-12)
+    prose = _prose(NOTEBOOK)
+    assert "diffusion approximation" in prose and "empties_460_diffusion_per_100k" in prose
 
 
 def test_collapsed_table_is_a_closed_dropdown_with_its_text():
@@ -361,11 +371,15 @@ def test_handoff_lower_bound_is_the_one_derivation_everywhere():
 
     bound = fx.lower_handoff_range_us()
     glossary = " ".join(GLOSSARY.read_text(encoding="utf-8").split())
-    assert f"about {bound['face_value']:.1f} µs" in glossary and f"±{fx.ELAPSED_ROUNDING_S:.2f} s" in glossary
-    assert bound["narrowest_gap"] < 0 and "no bound at all" in glossary
+    assert f"about {bound['face_value']:.1f} µs at face value" in glossary
+    assert f"from about {bound['narrowest_gap']:.1f} µs to about {bound['widest_gap']:.1f} µs" in glossary
+    assert f"±{fx.ELAPSED_ROUNDING_S:.2f} s" in glossary
     low = min(fx.BAND_HANDOFFS_US)
     assert low == calibration.CONTEXT_SWITCH_US + calibration.WAKEUP_BAND_US[0]
     assert f"low end of {low:.1f} µs is an assumption" in glossary
+    # the low end lies below the face-value bound but inside the rounded one, and the glossary says so
+    assert bound["narrowest_gap"] < low < bound["face_value"]
+    assert "below the face-value bound but inside the rounded one" in glossary
     for path in (CH1, NOTEBOOK):
         prose = _prose(path)
         code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -373,8 +387,11 @@ def test_handoff_lower_bound_is_the_one_derivation_everywhere():
         assert "lower_handoff_range_us()" in code
         for stale in ("bounds it from below at about 3", "from below at about {eval}", "2.9 µs", "(5.5 − 4.5)/R"):
             assert stale not in prose, (path.name, stale)
-    for stale in ("bounds it from below at about 3", "about 3 µs"):
+    for stale in ("bounds it from below at about 3", "about 3 µs", "no bound at all", "idle time of the model's fair run"):
         assert stale not in glossary
+    for path in (CH1, NOTEBOOK):
+        for stale in ("no bound at all", "not at all once", "none within"):
+            assert stale not in _prose(path), (path.name, stale)
 
 
 def test_glossary_fixes_the_notation():
@@ -418,3 +435,6 @@ def test_chapter_2_says_what_x_and_the_signal_share_are():
     assert "about half the run being handed" not in prose
     assert "the DMVs give neither per class" in prose and "$s_{\\text{type}} \\ge s$" in prose
     assert "$S_1 = S + h$" in prose and "$S_0 = S$" in prose
+    # the query's signal-wait column is a mean count of tasks, not a share: summed over classes it can exceed 1
+    assert "signal_share_of_interval" not in prose and "AS mean_tasks_in_signal_wait" in prose
+    assert "so it can exceed 1" in prose

@@ -199,16 +199,28 @@ def onset_shares_text(summary: pd.DataFrame) -> str:
     return ", ".join(parts) + " req/s"
 
 
-def escape_probability(rate_per_s: float, hold_ms: float, handoff_us: float, waiters: float) -> float:
+def escape_probability(rate_per_s: float, hold_ms: float, handoff_us: float, waiters: float,
+                       exact: bool = True) -> float:
     """The chance that a queue of ``waiters`` above 1/(hold + hand-off) ever empties again.
 
-    While a queue exists each service takes S1 = hold + hand-off and m = rate x S1 requests arrive during it on
-    average; for Poisson arrivals the queue is a random walk with drift m - 1 and variance about m per service,
-    whose chance of ever falling ``waiters`` steps is exp(-theta x waiters), theta = 2 (m - 1) / m (the diffusion
-    approximation).  1 at or below 1/S1, where every queue empties.
+    While a queue exists each service takes a fixed S1 = hold + hand-off, during which a Poisson number of requests
+    arrive, m = rate x S1 on average; seen at service ends the queue moves by that number less one, never down by
+    more than one, so it ever falls ``waiters`` steps with probability z ** waiters, z the root in (0, 1) of
+    z = exp(m (z - 1)) (``exact``, the default; fixed hold and hand-off, as in the chapter).  With ``exact=False``,
+    the diffusion approximation: a walk with drift m - 1 and variance m per service, exp(-theta x waiters) with
+    theta = 2 (m - 1) / m.  1 at or below 1/S1, where every queue empties.
     """
     m = rate_per_s * (hold_ms + handoff_us / 1000.0) / 1000.0
-    return 1.0 if m <= 1.0 else math.exp(-2.0 * (m - 1.0) / m * waiters)
+    if m <= 1.0:
+        return 1.0
+    if not exact:
+        return math.exp(-2.0 * (m - 1.0) / m * waiters)
+    # theta = -ln z solves theta = m (1 - exp(-theta)): below it the right side is the larger, above it the smaller
+    low, high = 0.0, m
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if mid < m * -math.expm1(-mid) else (low, mid)
+    return math.exp(-high * waiters)
 
 
 # The settings the sensitivity table shows, one changed at a time from the chapter's (threshold 1 s, horizon 60 s).
