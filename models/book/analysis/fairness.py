@@ -360,6 +360,18 @@ def starvation_summary(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def starvation_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """The starvation summary (:func:`starvation_summary`) as the reader sees it: one row per MAXDOP and latch, the
+    worst-off worker's mean share with its 95% interval, and chance's share at the same number of acquires."""
+    return pd.DataFrame({
+        "MAXDOP": summary["maxdop"].astype(int),
+        "latch": summary["policy"],
+        "worst-off worker's share of the mean": summary["worst_share"].map(lambda v: f"{v:.3f}"),
+        "95 % interval": [f"{lo:.3f} to {hi:.3f}" for lo, hi in zip(summary["ci95_low"], summary["ci95_high"])],
+        "chance alone": summary["chance"].map(lambda v: f"{v:.3f}"),
+    })
+
+
 def starvation_table(maxdops: Iterable[int] = (2, 4, 8, 11), seeds: Iterable[int] = (1, 2, 3, 4),
                      **overrides: Any) -> pd.DataFrame:
     """Worst-off worker's share of acquires under each policy as MAXDOP (contention) rises.
