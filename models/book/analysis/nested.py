@@ -97,8 +97,9 @@ SETUP: dict[str, Any] = dict(
 # switch (Duffy) plus the book's least wake-up (1 us, models.calibration.WAKEUP_BAND_US); and 1.5 us (1.0 + 0.5,
 # what this chapter once fitted to the MAXDOP turn; below one Windows context switch, so physically
 # implausible, kept in the band table only as history).  The low end is NOT a bound from White's data: his two
-# elapsed times bound h from below by about 1.3 us at face value and not at all within their rounding
-# (fairness.lower_handoff_us / lower_handoff_range_us).
+# elapsed times bound h from below by about 3.5 us at face value (above the low end) and 1.8 to 4.9 us within
+# their rounding (fairness.lower_handoff_us / lower_handoff_range_us, with the idle of the model refitted at
+# each h), so the low end is consistent with his times only within their rounding.
 LOW_HANDOFF = dict(wakeup_us=WAKEUP_BAND_US[0], context_switch_us=CONTEXT_SWITCH_US)
 LOW_HANDOFF_US = sum(LOW_HANDOFF.values())
 # the band's low end: the comparison table's second model column
