@@ -1,8 +1,8 @@
 """Explorer grid for the hot-page chapter: sessions x key strategy x row size x flow control.
 
-Poché's machine (:data:`models.book.analysis.hot_page.SETUP_002`: 16 schedulers, the batched row's own work
-under the leaf latch and the queue's fitted cost on it, 3.31 ms between calls) with 200 inserts per session,
-5 seeds per point.  Wide rows are
+Poché's machine (:data:`models.book.analysis.hot_page.SETUP_002`: 16 schedulers, the chapter's 40 us hold of the
+leaf latch (the throttled narrow waits' choice) and the queue's cost fitted there, 3.31 ms between calls) with 200
+inserts per session, 5 seeds per point.  Wide rows are
 :func:`models.book.analysis.hot_page.wide`'s costs at 8,035 bytes; the grid's row_bytes picks between them.
 """
 

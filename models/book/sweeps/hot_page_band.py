@@ -2,12 +2,12 @@
 
 Flow control's gain by sessions (8 to 400, and the peak's neighbourhood, 48 to
 100), the throttled narrow run's waits, the batching table, each with seeds
-1-5, for the chapter's low hold (the batched row's own work), the ends of the
-wake-up band, the far end of the hold band (the leaf's hold at 40 us, the queue
-cost and new page refitted) and no queue cost (the hold refitted to the wall
-clock instead); the scheduler table, Radivojevic's setup and the 10-thread CPU
-per insert at the two holds and without the queue cost; Biondi's three keys and
-exercise 1's hash buckets.  Run it with
+1-5, for the chapter's setting (the leaf's hold at 40 us, the throttled narrow
+waits' choice), the ends of the wake-up band there, the low end of the hold
+band (the batched row's own work, the queue cost and new page refitted) and no
+queue cost (the hold refitted to the wall clock instead); the scheduler table,
+Radivojevic's setup and the 10-thread CPU per insert at the two holds and
+without the queue cost; Biondi's three keys and exercise 1's hash buckets.  Run it with
 ``python -m models sweep hot_page_band``; the chapter reads
 ``hot_page_band.csv``.
 """
