@@ -70,7 +70,7 @@ def _spy_fit(monkeypatch, snap, assume):
 
 def test_replicates_run_under_exactly_the_values_the_estimator_assumed(monkeypatch):
     """Every parameter the fit neither estimates, reads nor sizes runs in each replicate at the estimator's value."""
-    setup = dict(hot_page.SETUP_002, sessions=32, inserts_per_session=400)
+    setup = dict(ys.EXAMPLE_PARAMS, sessions=32, inserts_per_session=400)  # the calibration the fit assumes
     snap = from_model(LAST_PAGE, setup, start_s=0.05, interval_s=0.5)
     assume = {k: setup[k] for k in ("new_page_us", "alloc_us", "move_row_us", "row_bytes")}
     f, seen, runs = _spy_fit(monkeypatch, snap, assume)

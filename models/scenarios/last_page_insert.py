@@ -38,9 +38,10 @@ The defaults are the costs chapter 9's fit assumes: the hot-page chapter's
 calibration of Poché's machine (seed 002) as issue 41 left it, for 200
 inserts a session instead of 1,000.  That calibration charged a new page's
 allocation on top of a row's work that already held it (the batched 4.16 us
-a row); chapter 5 now takes the page share out (1.62 us under the latch,
-:data:`models.book.analysis.hot_page.SETUP_002`) and refits the queue's cost
-and the new page there.  Moving the fit to it is left open: on the test
+a row); chapter 5 now takes the page share out (1.62 us of the row's own
+work) and runs its main setting at the 40 us hold Poché's throttled waits
+favour (:data:`models.book.analysis.hot_page.SETUP_002`), each end with the
+queue's cost and the new page refitted.  Moving the fit to it is left open: on the test
 corpus it moves the fit's self-correction of the call's CPU past the truth
 on the busy-instance capture, which needs its own study.
 """
