@@ -212,17 +212,19 @@ def band():
 
 
 def test_the_band_pins_hold_plus_handoff_and_spans_whites_bounds():
-    # h >= (gap - idle(h)) / W with the idle of the model refitted at h: about 3.5 us at face value, 1.8 us at the
-    # narrowest gap White's rounding allows, about 4.9 us at the widest.
+    # h >= (gap - idle(h)) / W(h) with the waits and idle of the model refitted at h: about 2.9 us at face value,
+    # 1.5 us at the narrowest gap White's rounding allows, about 4.2 us at the widest; 3.5 us with his own waits.
     bound = fx.lower_handoff_range_us()
-    idle = fx.band_idle_s()
-    assert idle.is_monotonic_increasing and idle.loc[3.0] < 0.01 and 0.5 < idle.loc[fx.HANDOFF_US] < 0.8
-    assert bound["face_value"] == pytest.approx((1.0 - bound["idle_s"]) * 1e6 / 271_458, rel=1e-6)
-    assert 1.5 < bound["narrowest_gap"] < 2.2 < 3.0 < bound["face_value"] < 4.0 < bound["widest_gap"] < 5.5
+    runs = fx.band_idle_s()
+    assert runs["idle_s"].is_monotonic_increasing and runs.loc[3.0, "idle_s"] < 0.01
+    assert 0.5 < runs.loc[fx.HANDOFF_US, "idle_s"] < 0.8 and runs["waits"].is_monotonic_decreasing
+    assert bound["face_value"] == pytest.approx((1.0 - bound["idle_s"]) * 1e6 / bound["waits"], rel=1e-6)
+    assert 1.2 < bound["narrowest_gap"] < 1.8 < 2.5 < bound["face_value"] < 3.0 < bound["widest_gap"] < 4.5
+    assert 3.0 < bound["with_whites_waits"] < 4.0
     # with no idle at any hand-off the bound is the gap over the waits; with more idle than the gap, none
-    flat = fx.pd.Series([0.0, 0.0], index=[3.0, 9.7])
+    flat = fx.pd.DataFrame({"waits": [271_458.0, 271_458.0], "idle_s": [0.0, 0.0]}, index=[3.0, 9.7])
     assert fx.lower_handoff_us(1.0, flat) == pytest.approx(1e6 / 271_458)
-    assert fx.lower_handoff_us(1.0, fx.pd.Series([2.0, 2.0], index=[3.0, 9.7])) == 0.0
+    assert fx.lower_handoff_us(1.0, flat.assign(idle_s=2.0)) == 0.0
     assert min(fx.BAND_HANDOFFS_US) <= 3.0 and max(fx.BAND_HANDOFFS_US) == fx.HANDOFF_US
     for h in fx.BAND_HANDOFFS_US:
         setup = fx.band_setup(h)

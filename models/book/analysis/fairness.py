@@ -439,11 +439,12 @@ def without_exchange_stall() -> dict[str, float]:
 
 # The hand-off band.  White's signal wait per wait (9.7 us) bounds the hand-off from above: it also holds any
 # time the woken worker queued for its CPU, and LATCH_EX sums every non-buffer latch class.  His two elapsed
-# times bound it from below (lower_handoff_us, with the idle of the model refitted at each hand-off): about 3.5 us
-# at face value, 1.8 us once each time is read as +-0.25 s.  The band's low end, 3.0 us, the 2.0 us switch plus
-# the book's least wake-up (1 us, models.calibration.WAKEUP_BAND_US), lies inside the rounded bound but below the
-# face-value one.  Only hold + hand-off is pinned (by the fair run's 5.5 s); the band keeps that sum, keeps the
-# 2.0 us switch, and refits the CPU per row and the spin cycle at each hand-off.
+# times bound it from below only through the model (lower_handoff_us, with the waits and idle of the model
+# refitted at each hand-off): about 2.9 us at face value, 1.5 us once each time is read as +-0.25 s; with nothing
+# but his figures the idle is unmeasured and they bound nothing.  The band's low end, 3.0 us, the 2.0 us switch
+# plus the book's least wake-up (1 us, models.calibration.WAKEUP_BAND_US), lies just above the face-value bound.
+# Only hold + hand-off is pinned (by the fair run's 5.5 s); the band keeps that sum, keeps the 2.0 us switch, and
+# refits the CPU per row and the spin cycle at each hand-off.
 BAND_HANDOFFS_US = (3.0, 4.0, 5.0, HANDOFF_US)
 BAND_SEEDS = (1, 2, 3, 4, 5)
 # The log-record count is the book's assumption (one page image per page, plus 3 per extent); the R check
@@ -456,52 +457,59 @@ _BAND_MAX_EVENTS = 400_000_000
 ELAPSED_ROUNDING_S = 0.25
 
 
-def band_idle_s(band: pd.DataFrame | None = None) -> pd.Series:
-    """The model's fair-run idle time (s) at each hand-off of the band, refitted there (the record count as assumed,
-    mean of the seeds): elapsed less records x hold less waits x hand-off.  ``band`` defaults to the stored band."""
+def band_idle_s(band: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The model's fair run at each hand-off of the band, refitted there (the record count as assumed, mean of the
+    seeds): its waits and its idle time (s), elapsed less records x hold less waits x hand-off.  ``band`` defaults
+    to the stored band."""
     if band is None:
         from models.book.sweep import DATA_DIR
         band = pd.read_csv(DATA_DIR / "fairness_band.csv")
     band = band[band["record_factor"] == 1.0]
     idle = (band["elapsed_s_fair"] - band["records"] * band["hold_us"] / 1e6
             - band["latch_waits_fair"] * band["handoff_us"] / 1e6)
-    return idle.groupby(band["handoff_us"]).mean()
+    return pd.DataFrame({"waits": band["latch_waits_fair"], "idle_s": idle}).groupby(band["handoff_us"]).mean()
 
 
 def lower_handoff_us(gap_s: float = PUBLISHED["fair"]["elapsed_s"] - PUBLISHED["unfair"]["elapsed_s"],
-                     idle: pd.Series | None = None) -> float:
-    """The least hand-off (us) White's two elapsed times allow, ``gap_s`` apart; 0 when they allow any.
+                     runs: pd.DataFrame | None = None) -> float:
+    """The least hand-off (us) at which the model's fair run meets White's two elapsed times, ``gap_s`` apart; 0 when
+    any does.
 
     The fair run takes records x hold + waits x h + idle and the unfair run at least records x hold (the latch
-    passes every record one at a time), so h >= (gap - idle) / W with his W = 271,458 waits.  Nothing measures
-    his idle time, and the model's depends on h (0.66 s at 9.7 us, none at 3 us), so the bound is the least h
-    that meets it with the idle of the model refitted at that h (:func:`band_idle_s`, interpolated between the
-    band's hand-offs and held at its ends): solved by bisection, the right side falling as h grows.
+    passes every record one at a time), so h >= (gap - idle) / waits.  Nothing measures White's idle time (it may
+    be anything from 0 to the gap, and then his times bound nothing), so the bound is the model's: the least h at
+    which the run refitted there (:func:`band_idle_s`, its waits and idle interpolated between the band's
+    hand-offs and held at its ends) meets it; solved by bisection, the right side falling as h grows.
     """
-    idle = band_idle_s() if idle is None else idle
-    waits = PUBLISHED["fair"]["latch_waits"]
+    runs = band_idle_s() if runs is None else runs
 
     def short_of_bound(handoff_us: float) -> bool:
-        return handoff_us < (gap_s - float(np.interp(handoff_us, idle.index, idle.values))) * 1e6 / waits
+        idle = float(np.interp(handoff_us, runs.index, runs["idle_s"]))
+        waits = float(np.interp(handoff_us, runs.index, runs["waits"]))
+        return handoff_us < (gap_s - idle) * 1e6 / waits
 
     if not short_of_bound(0.0):
         return 0.0
-    low, high = 0.0, gap_s * 1e6 / waits  # the bound with no idle at all is the most it can be
+    low, high = 0.0, gap_s * 1e6 / float(runs["waits"].min())  # the bound with no idle at all is the most it can be
     for _ in range(40):
         mid = (low + high) / 2
         low, high = (mid, high) if short_of_bound(mid) else (low, mid)
     return high
 
 
-def lower_handoff_range_us(idle: pd.Series | None = None) -> dict[str, float]:
-    """The bound at face value and at both ends of White's rounding (each time +-0.25 s, the gap 0.5 to 1.5 s), and
-    the idle time of the model refitted at the face-value bound."""
-    idle = band_idle_s() if idle is None else idle
+def lower_handoff_range_us(runs: pd.DataFrame | None = None) -> dict[str, float]:
+    """The bound at face value and at both ends of White's rounding (each time +-0.25 s, the gap 0.5 to 1.5 s); the
+    idle time and waits of the model refitted at the face-value bound; and the bound with White's own wait count
+    (271,458) in place of the model's, which counts every record as a wait at the band's low end."""
+    runs = band_idle_s() if runs is None else runs
     gap, slack = PUBLISHED["fair"]["elapsed_s"] - PUBLISHED["unfair"]["elapsed_s"], 2 * ELAPSED_ROUNDING_S
-    face = lower_handoff_us(gap, idle)
-    return {"face_value": face, "narrowest_gap": lower_handoff_us(gap - slack, idle),
-            "widest_gap": lower_handoff_us(gap + slack, idle),
-            "idle_s": float(np.interp(face, idle.index, idle.values))}
+    face = lower_handoff_us(gap, runs)
+    whites = runs.assign(waits=float(PUBLISHED["fair"]["latch_waits"]))
+    return {"face_value": face, "narrowest_gap": lower_handoff_us(gap - slack, runs),
+            "widest_gap": lower_handoff_us(gap + slack, runs),
+            "idle_s": float(np.interp(face, runs.index, runs["idle_s"])),
+            "waits": float(np.interp(face, runs.index, runs["waits"])),
+            "with_whites_waits": lower_handoff_us(gap, whites)}
 
 
 def band_setup(handoff_us: float, record_factor: float = 1.0, cpu_dist: str = "exponential") -> dict[str, Any]:

@@ -942,10 +942,10 @@ def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
 def handoff_floor() -> dict[str, float]:
     """What bounds the hand-off h from below, and the band's low end.
 
-    White's two elapsed times give h >= (fair - unfair - idle) / W with the idle of the model refitted at that h
-    (``fairness.lower_handoff_range_us``): at face value, and at the narrowest gap his "around" allows (each time
-    +-``fairness.ELAPSED_ROUNDING_S``).  The band's low end is the 2.0 us switch plus the book's least wake-up
-    (``calibration.WAKEUP_BAND_US``).
+    White's two elapsed times give h >= (fair - unfair - idle) / W; his idle is unmeasured, so the bound is the
+    model's, with the waits and idle of the run refitted at each h (``fairness.lower_handoff_range_us``): at face
+    value and at the narrowest gap his "around" allows (each time +-``fairness.ELAPSED_ROUNDING_S``).  The band's
+    low end is the 2.0 us switch plus the book's least wake-up (``calibration.WAKEUP_BAND_US``).
     """
     from models import calibration as cal
     from models.book.analysis import fairness
@@ -959,12 +959,13 @@ def handoff_floor() -> dict[str, float]:
 def handoff_floor_text() -> str:
     """The ledger's words for :func:`handoff_floor`, numbers rounded as the reader sees them."""
     f = handoff_floor()
-    inside = "inside" if f["band_low_us"] >= f["narrowest_gap_us"] else "outside"
+    where = "above" if f["band_low_us"] >= f["face_value_us"] else "below"
     return (f"an upper bound for that latch (the signal wait also holds CPU queueing); his two elapsed times bound it "
-            f"from below, (fair − unfair − idle) / waits with the idle of the model refitted at each hand-off: "
-            f"{f['face_value_us']:.1f} µs at face value, {f['narrowest_gap_us']:.1f} µs once each is read as "
-            f"±{f['rounding_s']:g} s; the band's low end, {f['band_low_us']:.1f} µs (the {f['switch_us']:.1f} µs switch "
-            f"plus the book's least wake-up, {f['least_wakeup_us']:g} µs), lies {inside} the rounded bound")
+            f"from below only through the model ((fair − unfair − idle) / waits with the waits and idle of the model "
+            f"refitted at each hand-off; his own idle is unmeasured): {f['face_value_us']:.1f} µs at face value, "
+            f"{f['narrowest_gap_us']:.1f} µs once each is read as ±{f['rounding_s']:g} s; the band's low end, "
+            f"{f['band_low_us']:.1f} µs (the {f['switch_us']:.1f} µs switch plus the book's least wake-up, "
+            f"{f['least_wakeup_us']:g} µs), lies {where} the face-value bound")
 
 
 def parameter_ledger() -> pd.DataFrame:
