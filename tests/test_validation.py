@@ -425,13 +425,15 @@ def test_exact_drain_refuses_a_rate_at_which_the_burst_never_drains():
         v.exact_drain_ms(500, 10, 2.0, 0.0097)
 
 
-def test_a_share_read_from_counts_is_judged_in_counts_at_every_setting_shown():
-    """33/36 = 91.7%: one count is 2.8 points, so +0.2 points holds, +3.1 misses, and a row showing both is split; a
-    25% factor would have let anything from 73% to 100% hold."""
-    assert v.share_step_points("33/36 = 91.7%") == pytest.approx(100 / 36) and v.share_step_points("22 ms") is None
+def test_a_share_read_from_counts_is_judged_as_a_binomial_draw_at_every_setting_shown():
+    """33 of 36: the model's 91.9% and 94.8% both make 33 a likely draw (held); 99.9% (fixed gaps) does not (missed);
+    a row showing one of each is split.  A 25% factor would have let anything from 73% to 100% hold."""
+    assert v.share_counts("33/36 = 91.7%") == (33, 36) and v.share_counts("22 ms") is None
+    assert v.share_holds(33, 36, 0.919) and v.share_holds(33, 36, 0.948) and not v.share_holds(33, 36, 0.999)
+    assert not v.share_holds(33, 36, 0.6)  # too low a share misses too
     one = "91.9 ± 0.5% (+0.2 points) (hand-off 9.7 µs)"
     both = one + "; 94.8 ± 0.5% (+3.1 points) (hand-off 3.0 µs, refitted)"
-    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", one) == "held"
-    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", both) == "split"
-    assert v._verdict(1.03, "predicted", "", "33/36 = 91.7%", "94.8 ± 0.5% (+3.1 points)") == "missed"
+    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", both) == "held"
+    assert v._verdict(1.002, "predicted", "", "33/36 = 91.7%", one + "; 99.9 ± 0.1%") == "split"
+    assert v._verdict(1.09, "predicted", "", "33/36 = 91.7%", "99.9 ± 0.1% (+8.2 points)") == "missed"
     assert v._verdict(1.2, "predicted", "", "22 ms", "26 ms") == "held"  # a number keeps the factor rule

@@ -1209,25 +1209,38 @@ def _chapter_word(basis: str) -> str:
 
 # A numeric prediction holds when the model lies within this factor of the measurement (either way).
 HOLDS_WITHIN = 1.25
-# A share read from counts (Obbish's "33/36 = 91.7%") holds when the model lies within one count of it, 100/n
-# points: near 100% a factor would let almost anything hold, and the count cannot say more than one step.
+# A share read from counts (Obbish's "33/36 = 91.7%") holds where its count is a likely draw from the model's share:
+# inside the central 95% of a binomial with the measurement's n and the model's share.  Near 100% a factor would let
+# almost anything hold (within 25% of 91.7% is anything from 73% up), and one count's step (2.8 points) is finer
+# than the count's own noise (about +-9 points at 36 acquires).
+SHARE_LEVEL = 0.95
 _SHARE = re.compile(r"(\d+)\s*/\s*(\d+)\s*=\s*[\d.]+\s*%")
-_POINTS = re.compile(r"\(([+-]?\d+(?:\.\d+)?) points\)")
+_MODEL_SHARE = re.compile(r"(\d+(?:\.\d+)?)\s*±\s*[\d.]+\s*%")
 
 
-def share_step_points(measured: str) -> float | None:
-    """One count's step, in points, of a share written as k/n (100/n), or None for any other figure."""
+def share_counts(measured: str) -> tuple[int, int] | None:
+    """(k, n) of a share written as "k/n = ...%", or None for any other figure."""
     found = _SHARE.search(measured)
-    return 100.0 / int(found.group(2)) if found and int(found.group(2)) > 0 else None
+    return (int(found.group(1)), int(found.group(2))) if found and int(found.group(2)) > 0 else None
+
+
+def share_holds(count: int, trials: int, model_share: float, level: float = SHARE_LEVEL) -> bool:
+    """Whether ``count`` of ``trials`` lies inside the central ``level`` of a binomial with the model's share."""
+    from scipy import stats
+
+    tail = (1.0 - level) / 2
+    return bool(stats.binom.cdf(count, trials, model_share) >= tail and stats.binom.sf(count - 1, trials, model_share)
+                >= tail)
 
 
 def _verdict(ratio: float, basis: str, note: str, measured: str = "", model: str = "") -> str:
-    """held, missed, split or untested.  A share read from counts is judged in points at every setting the row shows
-    (held at all, missed at all, else split); a number by its ratio; a row in words by the chapter's own words."""
-    step = share_step_points(measured)
-    offsets = [abs(float(x)) for x in _POINTS.findall(model)]
-    if step is not None and offsets:
-        inside = [off <= step for off in offsets]
+    """held, missed, split or untested.  A share read from counts is judged as a binomial draw at every setting the
+    row shows (held at all, missed at all, else split); a number by its ratio; a row in words copies the chapter's
+    own verdict (the code does not judge words)."""
+    counts = share_counts(measured)
+    shares = [float(x) / 100 for x in _MODEL_SHARE.findall(model)]
+    if counts is not None and shares:
+        inside = [share_holds(*counts, share) for share in shares]
         return "held" if all(inside) else "missed" if not any(inside) else "split"
     if pd.notna(ratio):
         return "held" if 1 / HOLDS_WITHIN <= ratio <= HOLDS_WITHIN else "missed"
@@ -1248,8 +1261,8 @@ def recount(card: pd.DataFrame) -> pd.DataFrame:
     so), ``sets_through`` (what follows from those parameters), ``chapter_word`` (the chapter's basis in How to
     read's words), ``counted_as`` (fitted if the number set a parameter; consistent if the chapter says predicted
     but an assumption was made knowing the number; else the chapter's word: the recount never strengthens it) and, for predicted rows, ``verdict`` (held within
-    :data:`HOLDS_WITHIN` or missed; a share read from counts within one count at every setting shown, else missed or
-    split; for a row in words, the chapter's own verdict) and ``weak`` (the chapter
+    :data:`HOLDS_WITHIN` or missed; a share read from counts a likely binomial draw at every setting shown, else
+    missed or split; for a row in words, the chapter's own verdict, copied) and ``weak`` (the chapter
     calls it a weak test).
     """
     found = setters()
