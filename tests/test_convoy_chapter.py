@@ -365,7 +365,9 @@ class _StubTable:
 
 def test_handoff_lower_bound_is_the_one_derivation_everywhere():
     """Chapters 1 and 2 glue the bound from fairness.lower_handoff_range_us; the glossary, which cannot glue, prints
-    the same rounded figures; nobody calls 3 µs White's bound any more."""
+    the same rounded figures (face value, both ends of White's rounding, the model's waits there and the bound with
+    White's own waits); nobody calls 3 µs White's bound any more, and the low end lies just above the face-value
+    bound."""
     from models import calibration
     from models.book.analysis import fairness as fx
 
@@ -374,12 +376,18 @@ def test_handoff_lower_bound_is_the_one_derivation_everywhere():
     assert f"about {bound['face_value']:.1f} µs at face value" in glossary
     assert f"from about {bound['narrowest_gap']:.1f} µs to about {bound['widest_gap']:.1f} µs" in glossary
     assert f"±{fx.ELAPSED_ROUNDING_S:.2f} s" in glossary
+    assert f"about {bound['waits']:,.0f} waits" in glossary
+    assert f"{calibration.WHITE_FAIR_LATCH_WAITS:,} waits in place of the model's, the same bound would be about " \
+           f"{bound['with_whites_waits']:.1f} µs" in glossary
+    assert "from his figures alone" in glossary and "there is none" in glossary
     low = min(fx.BAND_HANDOFFS_US)
     assert low == calibration.CONTEXT_SWITCH_US + calibration.WAKEUP_BAND_US[0]
     assert f"low end of {low:.1f} µs is an assumption" in glossary
-    # the low end lies below the face-value bound but inside the rounded one, and the glossary says so
-    assert bound["narrowest_gap"] < low < bound["face_value"]
-    assert "below the face-value bound but inside the rounded one" in glossary
+    # the low end lies just above the face-value bound (inside the rounded one), and the glossary says so
+    assert bound["narrowest_gap"] < bound["face_value"] < low < bound["widest_gap"]
+    assert "just above the face-value bound" in glossary
+    for stale in ("below the face-value bound", "3.5 µs at face value", "W = 271,458"):
+        assert stale not in glossary
     for path in (CH1, NOTEBOOK):
         prose = _prose(path)
         code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -390,7 +398,8 @@ def test_handoff_lower_bound_is_the_one_derivation_everywhere():
     for stale in ("bounds it from below at about 3", "about 3 µs", "no bound at all", "idle time of the model's fair run"):
         assert stale not in glossary
     for path in (CH1, NOTEBOOK):
-        for stale in ("no bound at all", "not at all once", "none within"):
+        for stale in ("no bound at all", "not at all once", "none within", "below the face-value bound",
+                      "below it at face value", "exclude"):
             assert stale not in _prose(path), (path.name, stale)
 
 
