@@ -371,7 +371,7 @@ _REPORT_ROWS = (
     ("mean waiters", "wait time / elapsed", "mean_waiters", "{:,.1f}"),
     ("avg wait (ms)", "wait time / waits", "avg_wait_ms", "{:,.1f}"),
     ("signal wait per wait (µs)", "signal wait / waits", "signal_per_wait_us", "{:,.1f}"),
-    ("signal wait / elapsed (%)", "signal wait / elapsed", "handoff_time_share", "{:.2%}"),
+    ("signal wait / elapsed (% of this run)", "signal wait / elapsed", "handoff_time_share", "{:.2%}"),
 )
 
 
