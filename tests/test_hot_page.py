@@ -387,6 +387,12 @@ def test_radivojevic_is_not_reproduced_at_any_setting(study):
     rad = hp.radivojevic_gains(study).set_index(["setting", "batch_rows"])
     assert (rad["gain_pct"] > 0).all()
     assert rad.loc[(hp.BOOK, 50), "gain_pct"] > 50 and rad.loc[(hp.LOW, 50), "gain_pct"] > 100
+    # the comparison table (and so chapter 8's scorecard) carries it as a prediction that misses in sign: his
+    # measured change is negative and the model's positive, so model / measured is negative, outside any band
+    row = next(r for r in hp.comparison_rows() if r[1] == hp.RADIVOJEVIC_QUANTITY)
+    assert row[0] == hp.RADIVOJEVIC_SOURCE and row[2] == -hp.RADIVOJEVIC["slower_pct"]
+    assert row[3].split()[0] == "predicted" and "miss" in row[3] and "fitted" not in row[3]
+    assert rad.loc[(hp.BOOK, hp.RADIVOJEVIC["inserts_per_call"]), "gain_pct"] / row[2] < 0
 
 
 def test_the_falsification_test_separates_the_settings(study):
