@@ -233,7 +233,9 @@ def gap_table(maxdops: Iterable[int] = (8, 16), seeds: Iterable[int] = GAP_SEEDS
 
 def band_text(band: pd.DataFrame) -> pd.DataFrame:
     """:func:`band_table` as text at the precision it means: the hold to 0.01 µs, times, shares and the
-    slowdown to one decimal, MAXDOPs whole."""
+    slowdown to one decimal, MAXDOPs whole.  The headers say how many seeds each column rests on: the turns
+    and rises come from one seed's curve (the text quotes the 10-seed means beside them), the co-tenant columns
+    and the slowdown from :data:`SEEDS`."""
     out = band.copy()
     for col in out.columns:
         if col == "hold (µs, fitted)":
@@ -242,7 +244,11 @@ def band_text(band: pd.DataFrame) -> pd.DataFrame:
             out[col] = out[col].map(lambda v: f"{v:.0f}")
         elif col != "hand-off":
             out[col] = out[col].map(lambda v: f"{v:,.1f}")
-    return out
+    seeds = f"{len(SEEDS)} seeds"
+    return out.rename(columns=lambda c: c.replace("best MAXDOP", "best MAXDOP (one seed)")
+                      .replace("rise after it (%)", "rise after it (%, one seed)")
+                      .replace(": elapsed (s)", f": elapsed (s, {seeds})").replace(": waited (%)", f": waited (%, {seeds})")
+                      .replace("slowdown at 8", f"slowdown at 8 ({seeds})"))
 
 
 def floor_ms(result: "models.Result", scheduler: int = 0) -> dict[str, float]:
