@@ -501,9 +501,9 @@ def test_no_plumbing_cell_shows(site: Path, doc: str) -> None:
 # Widths a reader uses: a desktop window and a phone.
 WIDTHS = (1280, 390)
 MIN_CHART_SCALE = 0.5  # a chart drawn at less than half its size is too small to read: it must stack instead
-# The convoy chapter was 18,500 px; the review asked for 11,000 at 1,400 px wide. The width tests run at 1,280 px,
-# where the same page wraps into more lines: 12,000.
-MAX_HEIGHT_PX = {"notebooks/02_convoys": 12_000}
+# The convoy chapter was 18,500 px; the reviews asked for 11,000 at 1,400 px wide (issue 42: 11,255 there). The
+# width tests run at 1,280 px, where the same page wraps into more lines; it now fits 11,000 there too (10,657).
+MAX_HEIGHT_PX = {"notebooks/02_convoys": 11_000}
 
 _OVERFLOW_REPORT = """(MIN_SCALE) => {
     const main = document.querySelector('main') || document.body;
