@@ -139,7 +139,7 @@ def test_the_calibration_inputs_come_back_out_of_the_model(setup):
     (Poché's serial 23 us and batched 4.2 us a row, and the throttled narrow run's 12.575 s outside page-latch waits),
     at every setting the chapter runs."""
     base = {"book": hp.SETUP_002, "low hold": hp.low_hold(), "no queue": hp.no_queue()}[setup]
-    ww = hp.wwi_of(base)
+    ww = hp.wwi(base)
     serial = hp.summary(hp.run(ww, sessions=1, inserts_per_session=500))["us_per_row"]
     batched = hp.summary(hp.run(ww, sessions=1, inserts_per_session=500, batch_rows=500))["us_per_row"]
     assert serial == pytest.approx(hp.POCHE["serial_us_per_row"], rel=CALIBRATION_TOLERANCE)

@@ -433,14 +433,9 @@ def _poche_rows(setup: dict[str, Any]) -> list[float]:
             tn["pagelatch_s"], tw["duration_s"], tw["pagelatch_s"]]
 
 
-def wwi_of(setup: dict[str, Any]) -> dict[str, Any]:
-    """The WideWorldImporters test under ``setup``'s fitted values (:func:`wwi`)."""
-    return wwi(setup)
-
-
 def _comparison_rows(setup: dict[str, Any], think_004: float | None = THINK_004_US) -> list[float]:
     """Each compared quantity's model value under one setup (seed 1); Seed 004's rows NaN without ``think_004``."""
-    ww = wwi_of(setup)
+    ww = wwi(setup)
     serial_run = run(ww, sessions=1, inserts_per_session=500)
     batched = summary(run(ww, sessions=1, inserts_per_session=500, batch_rows=500))
     ten_run = run(ww, think_us=WWI_THINK_US)
@@ -780,7 +775,7 @@ def band_study(seeds: Iterable[int] = STUDY_SEEDS, sessions: Iterable[int] = STU
                         add("radivojevic", label, seed, run(radivojevic(setup, b), seed=seed,
                                                             optimize_for_sequential_key=flow),
                             batch_rows=b, flow=flow)
-                ww = wwi_of(setup)
+                ww = wwi(setup)
                 add("wwi", label, seed, run(ww, think_us=WWI_THINK_US, seed=seed), sessions=10, think_us=WWI_THINK_US)
                 add("wwi", label, seed, run(ww, sessions=1, inserts_per_session=500, seed=seed), sessions=1,
                     think_us=0.0)
