@@ -944,14 +944,16 @@ def handoff_floor() -> dict[str, float]:
 
     White's two elapsed times give h >= (fair - unfair - idle) / W; his idle is unmeasured, so the bound is the
     model's, with the waits and idle of the run refitted at each h (``fairness.lower_handoff_range_us``): at face
-    value and at the narrowest gap his "around" allows (each time +-``fairness.ELAPSED_ROUNDING_S``).  The band's
-    low end is the 2.0 us switch plus the book's least wake-up (``calibration.WAKEUP_BAND_US``).
+    value, at both ends of his "around" (each time +-``fairness.ELAPSED_ROUNDING_S``), and with his own wait count in
+    place of the model's.  The band's low end is the 2.0 us switch plus the book's least wake-up
+    (``calibration.WAKEUP_BAND_US``).
     """
     from models import calibration as cal
     from models.book.analysis import fairness
 
     bound = fairness.lower_handoff_range_us()
     return {"face_value_us": bound["face_value"], "narrowest_gap_us": bound["narrowest_gap"],
+            "widest_gap_us": bound["widest_gap"], "with_whites_waits_us": bound["with_whites_waits"],
             "rounding_s": fairness.ELAPSED_ROUNDING_S, "switch_us": cal.CONTEXT_SWITCH_US,
             "least_wakeup_us": cal.WAKEUP_BAND_US[0], "band_low_us": cal.CONTEXT_SWITCH_US + cal.WAKEUP_BAND_US[0]}
 
@@ -962,10 +964,11 @@ def handoff_floor_text() -> str:
     where = "above" if f["band_low_us"] >= f["face_value_us"] else "below"
     return (f"an upper bound for that latch (the signal wait also holds CPU queueing); his two elapsed times bound it "
             f"from below only through the model ((fair − unfair − idle) / waits with the waits and idle of the model "
-            f"refitted at each hand-off; his own idle is unmeasured): {f['face_value_us']:.1f} µs at face value, "
-            f"{f['narrowest_gap_us']:.1f} µs once each is read as ±{f['rounding_s']:g} s; the band's low end, "
-            f"{f['band_low_us']:.1f} µs (the {f['switch_us']:.1f} µs switch plus the book's least wake-up, "
-            f"{f['least_wakeup_us']:g} µs), lies {where} the face-value bound")
+            f"refitted at each hand-off; from his figures alone, his idle unmeasured, there is no bound): "
+            f"{f['face_value_us']:.1f} µs at face value, {f['narrowest_gap_us']:.1f} to {f['widest_gap_us']:.1f} µs "
+            f"once each is read as ±{f['rounding_s']:g} s, {f['with_whites_waits_us']:.1f} µs with his wait count in "
+            f"place of the model's; the band's low end, {f['band_low_us']:.1f} µs (the {f['switch_us']:.1f} µs switch "
+            f"plus the book's least wake-up, {f['least_wakeup_us']:g} µs), lies {where} the face-value bound")
 
 
 def parameter_ledger() -> pd.DataFrame:
