@@ -711,15 +711,7 @@ def radivojevic(setup: dict[str, Any], batch_rows: int = 50) -> dict[str, Any]:
 
 def radivojevic_gains(study: pd.DataFrame) -> pd.DataFrame:
     """Flow control's change (%) at Radivojevic's setup by setting and rows a call: mean and 95% half-width."""
-    s = study[study["part"] == "radivojevic"].pivot_table(index=["setting", "batch_rows", "seed"], columns="flow",
-                                                          values="rows_per_s").reset_index()
-    s["gain_pct"] = 100.0 * (s["on"] / s["off"] - 1.0)
-    out = []
-    for (setting, b), g in s.groupby(["setting", "batch_rows"]):
-        mean_gain, half = mean_ci(list(g["gain_pct"]))
-        out.append({"setting": setting, "batch_rows": int(b), "gain_pct": mean_gain, "ci_pct": half,
-                    "off_rows_per_s": g["off"].mean(), "on_rows_per_s": g["on"].mean()})
-    return pd.DataFrame(out)
+    return flow_gains(study, "radivojevic", "batch_rows").astype({"batch_rows": int})
 
 
 def cpu_growth(study: pd.DataFrame, low: int = 10, high: int = 100) -> pd.DataFrame:
@@ -791,17 +783,23 @@ def band_study(seeds: Iterable[int] = STUDY_SEEDS, sessions: Iterable[int] = STU
     return pd.DataFrame(rows)
 
 
-def study_gains(study: pd.DataFrame) -> pd.DataFrame:
-    """Flow control's gain (%) by setting and sessions: per-seed gains' mean and 95% half-width."""
-    s = study[study["part"] == "sessions"].pivot_table(index=["setting", "sessions", "seed"], columns="flow",
-                                                       values="rows_per_s").reset_index()
+def flow_gains(study: pd.DataFrame, part: str, by: str) -> pd.DataFrame:
+    """Flow control's gain (%) in one ``part`` of the stored study, by setting and ``by``: the per-seed gains' mean
+    and 95% half-width, with the mean rows/s off and on."""
+    s = study[study["part"] == part].pivot_table(index=["setting", by, "seed"], columns="flow",
+                                                 values="rows_per_s").reset_index()
     s["gain_pct"] = 100.0 * (s["on"] / s["off"] - 1.0)
     out = []
-    for (setting, n), g in s.groupby(["setting", "sessions"]):
+    for (setting, value), g in s.groupby(["setting", by]):
         mean_gain, half = mean_ci(list(g["gain_pct"]))
-        out.append({"setting": setting, "sessions": n, "gain_pct": mean_gain, "ci_pct": half,
+        out.append({"setting": setting, by: value, "gain_pct": mean_gain, "ci_pct": half,
                     "off_rows_per_s": g["off"].mean(), "on_rows_per_s": g["on"].mean()})
     return pd.DataFrame(out)
+
+
+def study_gains(study: pd.DataFrame) -> pd.DataFrame:
+    """Flow control's gain (%) by setting and sessions: per-seed gains' mean and 95% half-width."""
+    return flow_gains(study, "sessions", "sessions")
 
 
 def flow_control_band(study: pd.DataFrame, sessions: Iterable[int] = (8, 16, 32, 64, 100, 200, 400)) -> pd.DataFrame:
