@@ -70,6 +70,10 @@ class Sweep:
         return [dict(self.fixed, **dict(zip(keys, combo)))
                 for combo in itertools.product(*(self.grid[k] for k in keys))]
 
+    def params(self, point: dict[str, Any]) -> dict[str, Any]:
+        """The scenario's parameters at a grid point: the point itself (a sweep whose grid holds labels maps them)."""
+        return point
+
     def seeds(self, k: int = 0) -> list[int]:
         """The seeds point ``k`` (in :meth:`points` order) runs with."""
         first = int(self.fixed.get("seed", 1)) + (k * self.replications if self.seeds_per_point else 0)
@@ -180,7 +184,7 @@ def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
 
 def tasks(sweep: Sweep) -> list[tuple[str, dict[str, Any], str]]:
     """Every run of the sweep as (scenario, parameters, measure), point by point, seed by seed."""
-    return [(sweep.scenario, dict(point, seed=seed), sweep.measure)
+    return [(sweep.scenario, dict(sweep.params(point), seed=seed), sweep.measure)
             for k, point in enumerate(sweep.points()) for seed in sweep.seeds(k)]
 
 
@@ -421,7 +425,8 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, dask: str | None = None,
 
 def run_point(sweep: Sweep, point: dict[str, Any]) -> dict[str, Any]:
     """One grid point's row (grid values, then each metric's mean and CI), its seeds run here."""
-    runs = [run_one(sweep.scenario, dict(point, seed=seed), sweep.measure) for seed in sweep.seeds(sweep.index(point))]
+    runs = [run_one(sweep.scenario, dict(sweep.params(point), seed=seed), sweep.measure)
+            for seed in sweep.seeds(sweep.index(point))]
     return summarise(replace(sweep, grid={k: [point[k]] for k in sweep.grid}), runs).iloc[0].to_dict()
 
 
