@@ -194,6 +194,33 @@ def mva_repairman(n_customers: int, think_time: float, service_time: float) -> R
     return RepairmanMetrics(np.arange(1, n + 1), x, r, x * s, q)
 
 
+def mva_network(n_customers: int, think_time: float, demands) -> RepairmanMetrics:
+    """Exact MVA of a closed network: a delay of ``think_time`` and FIFO stations with service demands ``demands``.
+
+    A station's demand is its visits per cycle times its mean service, so a station visited twice per cycle
+    counts twice.  Exact for exponential FIFO stations whose mean service is the same for every visit (and any
+    delay): the product-form case (Lazowska et al., 1984, chapter 6).  The result is :class:`RepairmanMetrics`
+    for the whole network: response time summed over the stations, utilisation and queue length of each
+    station in the columns of 2-D arrays (rows N = 1..n).  One station is :func:`mva_repairman`.
+    """
+    if int(n_customers) != n_customers or n_customers < 1:
+        raise ValueError(f"n_customers={n_customers!r} is out of range: use an integer of at least 1")
+    if not np.isfinite(think_time) or think_time < 0:
+        raise ValueError(f"think_time={think_time!r} is out of range: use a number of at least 0")
+    d = np.array([_positive("demands", float(v)) for v in np.atleast_1d(demands)])
+    n = int(n_customers)
+    x, r = np.zeros(n), np.zeros(n)
+    u, q = np.zeros((n, d.size)), np.zeros((n, d.size))
+    queue = np.zeros(d.size)
+    for k in range(1, n + 1):
+        rk = d * (1 + queue)
+        r[k - 1] = rk.sum()
+        x[k - 1] = k / (think_time + r[k - 1])
+        queue = q[k - 1] = x[k - 1] * rk
+        u[k - 1] = x[k - 1] * d
+    return RepairmanMetrics(np.arange(1, n + 1), x, r, u, q)
+
+
 def repairman_saturation(think_time: float, service_time: float) -> float:
     """Customers at which the repairman's server saturates, N* = (Z + S) / S: the balanced-job bound's knee."""
     if not np.isfinite(think_time) or think_time < 0:
