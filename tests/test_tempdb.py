@@ -22,7 +22,7 @@ from models.book.analysis import validation
 from models.fitting.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page
 from models.scenarios import tempdb
 
-FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0}
+FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0, "policy": "fair"}  # FIFO hand-off at no cost
 # Costs named here, not taken from the scenario's defaults (which the calibration may move).
 COSTS = {"cpu_per_object_us": 200.0, "pfs_us": 10.0, "gam_us": 10.0, "metadata_us": 30.0, "think_us": 0.0,
          "metadata_cpu_us": 0.0, "cached_share": 0.0}

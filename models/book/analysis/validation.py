@@ -171,11 +171,12 @@ ACTIVE_WINDOW_SHARE = 0.9
 
 
 # The tempdb scenario where it is a product-form network: SQL Server 2019 with memory-optimized metadata (PFS
-# under SH, no system-table latch), one page per object (one GAM visit each way), exponential holds, free
-# hand-offs.  The costs are fixed here, not taken from the scenario's defaults, so the section holds still.
+# under SH, no system-table latch), one page per object (one GAM visit each way), exponential holds, the fair
+# (FIFO) latch and free hand-offs.  The costs are fixed here, not taken from the scenario's defaults, so the section holds still.
 TEMPDB_PRODUCT_FORM = {"version": "2019", "metadata": "memory-optimized", "pages_per_object": 1,
                        "hold_dist": "exponential", "cached_share": 0.0, "think_us": 0.0, "metadata_cpu_us": 0.0,
-                       "cpu_per_object_us": 200.0, "pfs_us": 10.0, "gam_us": 10.0, "metadata_us": 30.0, **FREE}
+                       "cpu_per_object_us": 200.0, "pfs_us": 10.0, "gam_us": 10.0, "metadata_us": 30.0,
+                       "policy": "fair", **FREE}
 
 
 def tempdb_network(values: Mapping[str, Any]) -> tuple[float, list[float]]:
