@@ -32,7 +32,7 @@ def test_a_random_sweep_has_seeds_enough_for_its_intervals(name):
     replicated 5 or more times is one whose seed matters, and its stored rows carry the intervals to show it."""
     sweep = SWEEPS[name]
     point = sweep.points()[len(sweep.points()) // 2]
-    first, other = (run_one(sweep.scenario, dict(point, seed=s), sweep.measure) for s in (1, 99))
+    first, other = (run_one(sweep.scenario, dict(sweep.params(point), seed=s), sweep.measure) for s in (1, 99))
     changed = sorted(m for m in first if first[m] != other[m])
     widths = pd.read_csv(DATA_DIR / f"{name}.csv")[[m + CI_SUFFIX for m in sweep.metric_names()]].to_numpy()
     if sweep.replications < 5:

@@ -1,7 +1,7 @@
 """Explorer grid for the tempdb chapter: files x sessions x server x the two holds no source measures.
 
 The chapter's illustrative workload (:data:`models.book.analysis.tempdb.SETUP`: 16 schedulers, calls of 1 ms
-of CPU that fill eight pages, the unfair page latch) over a 200 ms window, 3 seeds per point.  ``server`` is
+of CPU that fill eight pages, the unfair page latch) over a 200 ms window, 5 seeds per point.  ``server`` is
 a label of :data:`~models.book.analysis.tempdb.SERVERS` (a version, with or without memory-optimized
 metadata); ``allocation_us`` is the hold of a PFS and of a GAM or SGAM update alike.  Run it with
 ``python -m models sweep tempdb``.
@@ -36,6 +36,6 @@ SWEEP = ServerSweep(
         "metadata_us": list(tempdb.EXPLORER_METADATA_US),
     },
     fixed=dict(tempdb.SETUP, seed=1),
-    replications=3,
+    replications=5,
     doc=__doc__,
 )
