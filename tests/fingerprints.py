@@ -9,6 +9,7 @@ compares today's engine against ``tests/data/engine_fingerprints.json``.
 
     python tests/fingerprints.py          # compare, print the parts that differ
     python tests/fingerprints.py --save   # store today's fingerprints (only after a deliberate change)
+    python tests/fingerprints.py --save LABEL ...   # store only these runs' (a new run), keep the others
 """
 
 from __future__ import annotations
@@ -73,6 +74,26 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
                                                          max_server_memory_mb=6_000, schedulers=4, seed=1)),
     "cci-decommit-no-lpim-12": ("cci-decommit", dict(sessions=12, schedulers=8, lpim="off", rowgroups=2,
                                                      os_calls_per_rowgroup=50, wakeup_us=10.0, seed=1)),
+    # tempdb: every scenario parameter named, so a change of the scenario's defaults is not read as an engine change.
+    "tempdb-2016-two-files-fair": ("tempdb", dict(sessions=24, schedulers=8, files=2, version="2016",
+                                                  metadata="latched", cached_share=0.0, pages_per_object=2,
+                                                  cpu_per_object_us=300.0, think_us=50.0, pfs_us=25.0, gam_us=15.0,
+                                                  metadata_us=10.0, metadata_cpu_us=5.0, metadata_pages=1,
+                                                  hold_dist="fixed", policy="fair", wakeup_us=20.0,
+                                                  context_switch_us=5.0, window_ms=40.0, seed=1)),
+    "tempdb-2014-mixed-unfair-cached": ("tempdb", dict(sessions=32, schedulers=8, files=1, version="2014",
+                                                       metadata="latched", cached_share=0.5, pages_per_object=10,
+                                                       cpu_per_object_us=500.0, think_us=0.0, pfs_us=8.0,
+                                                       gam_us=12.0, metadata_us=25.0, metadata_cpu_us=0.0,
+                                                       metadata_pages=2, hold_dist="exponential", policy="unfair",
+                                                       wakeup_us=20.0, context_switch_us=5.0, window_ms=40.0,
+                                                       seed=2)),
+    "tempdb-2022-memory-optimized": ("tempdb", dict(sessions=40, schedulers=16, files=4, version="2022",
+                                                    metadata="memory-optimized", cached_share=0.25,
+                                                    pages_per_object=8, cpu_per_object_us=400.0, think_us=100.0,
+                                                    pfs_us=10.0, gam_us=10.0, metadata_us=20.0, metadata_cpu_us=0.0,
+                                                    metadata_pages=1, hold_dist="fixed", policy="unfair",
+                                                    wakeup_us=7.7, context_switch_us=2.0, window_ms=40.0, seed=3)),
 }
 
 
@@ -147,14 +168,21 @@ def differences(stored: dict, now: dict) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    now = compute()
+    labels = [a for a in argv if not a.startswith("--")]
+    unknown = [label for label in labels if label not in RUNS]
+    if unknown:
+        print(f"unknown run(s): {', '.join(unknown)}; RUNS has {', '.join(RUNS)}")
+        return 2
     if "--save" in argv:
         from models.files import write_text_atomic
 
+        stored = json.loads(STORE.read_text()) if labels and STORE.exists() else {}
+        now = {**stored, **{label: fingerprint_of(label) for label in labels}} if labels else compute()
         STORE.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(STORE, json.dumps(now, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {STORE.relative_to(ROOT)} ({len(now)} runs)")
+        print(f"wrote {STORE.relative_to(ROOT)} ({len(labels) or len(now)} runs)")
         return 0
+    now = compute()
     diff = differences(json.loads(STORE.read_text()), now)
     print("\n".join(diff) if diff else f"all {len(now)} runs bit-identical")
     return 1 if diff else 0
