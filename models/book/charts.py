@@ -688,10 +688,13 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
              caption: str | None = None, labels: Mapping[str, str] | None = None,
              defaults: Mapping[str, Any] | None = None, log_x: bool = False, log_y: bool = False,
              fixed_y: bool = True, width: int = 440, height: int = 280,
-             colors: Mapping[str, str] | None = None) -> alt.VConcatChart:
+             colors: Mapping[str, str] | None = None,
+             x_rules: Mapping[str, float] | None = None) -> alt.VConcatChart:
     """A static explorer over a precomputed sweep: sliders and dropdowns are Altair parameters bound to inputs.
 
     ``colors`` fixes each ``color`` value's colour (and the legend's order), as the book's other charts draw it.
+    ``x_rules`` (label -> x) draws dashed vertical marks that stay put as the inputs move (a rule of thumb's
+    steps, say), each labelled at the plot's top.
     """
     sliders, dropdowns = list(sliders), list(dropdowns)
     inputs = sliders + dropdowns
@@ -720,6 +723,8 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     keep = " && ".join(f"({f})" for f in filters) or "true"
     panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors)
               for m in metrics]
+    if x_rules:
+        panels = [alt.layer(p, *_x_rule_layers(x_rules, x, log_x)) for p in panels]
     panels[0] = panels[0].add_params(*params)
     lines = _readout_lines(readouts)
     readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"[{', '.join(lines)}]")
@@ -729,6 +734,18 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
     chart = alt.vconcat(readout, body).properties(title=_title(title, caption))
     return chart.properties(usermeta={SLIDER_VALUES: shown_values}) if shown_values else chart
+
+
+def _x_rule_layers(rules: Mapping[str, float], x: str, log_x: bool) -> list[alt.Chart]:
+    """Dashed vertical marks at fixed x values, each labelled just inside the plot's top over a white halo."""
+    marks = pd.DataFrame({"label": [str(k) for k in rules], x: [float(v) for v in rules.values()]})
+    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    base = alt.Chart(_records(marks)).encode(x=alt.X(f"{x}:Q", scale=scale))
+    rule = base.mark_rule(strokeDash=[4, 3], color="#555").encode(tooltip=[alt.Tooltip("label:N")])
+    where = {"align": "center", "baseline": "top", "dy": 2, "fontSize": 10}
+    text = base.encode(y=alt.value(0), text=alt.Text("label:N"))
+    halo = text.mark_text(**where, stroke="white", strokeWidth=3, strokeJoin="round", color="white")
+    return [rule, halo, text.mark_text(**where, color="#333")]
 
 
 def _readout_lines(readouts: list[tuple[str, str, int]]) -> list[str]:

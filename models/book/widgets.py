@@ -178,11 +178,13 @@ class Debouncer:
             self.fn()
 
 
-def control_for(p: Any, value: Any = None, bounds: tuple[float, float] | list[Any] | None = None) -> w.ValueWidget:
+def control_for(p: Any, value: Any = None, bounds: tuple[float, float] | list[Any] | None = None,
+                description: str | None = None) -> w.ValueWidget:
     """The widget for one catalogue Param: Dropdown, IntSlider, FloatSlider, FloatLogSlider (wide ranges),
-    or a SelectionSlider over the values a panel lists (a range from 0 over several decades, say)."""
+    or a SelectionSlider over the values a panel lists (a range from 0 over several decades, say).
+    ``description`` replaces the label made from the parameter's name."""
     value = p.default if value is None else value
-    common = dict(description=charts.label(p.name), tooltip=p.help, style=_DESCRIPTION_STYLE,
+    common = dict(description=description or charts.label(p.name), tooltip=p.help, style=_DESCRIPTION_STYLE,
                   layout=dict(_LAYOUT), continuous_update=False)
     if p.kind == "choice":
         common.pop("continuous_update")
@@ -229,7 +231,10 @@ class Panel:
                  outputs: Iterable[str] = OUTPUTS, *,
                  ranges: Mapping[str, tuple[float, float] | list[Any]] | None = None,
                  runner: Callable[..., Any] | None = None, debounce_s: float = 0.0, slow_s: float = 1.0,
-                 trace_events: int = 600, timeline_workers: int = 24, run_at_start: bool = True) -> None:
+                 trace_events: int = 600, timeline_workers: int = 24, run_at_start: bool = True,
+                 labels: Mapping[str, str] | None = None, headline: Callable[[Any], str] | None = None) -> None:
+        """``labels`` names a knob's control in the chapter's words; ``headline`` adds a line of HTML (from the
+        run's Result) under the panel's throughput line."""
         spec = models.get_scenario(scenario)  # the one check, and its message, that models.run and the CLI give
         self.scenario, self.spec = scenario, spec
         self.fixed = dict(fixed or {})
@@ -238,6 +243,7 @@ class Panel:
         if unknown:
             raise ValueError(f"outputs {unknown} are unknown: use some of {OUTPUTS}")
         self.runner = runner or models.run
+        self.headline = headline
         self.slow_s, self.trace_events, self.timeline_workers = slow_s, trace_events, timeline_workers
         self.debounce_s = debounce_s
         self.seconds_per_unit: float | None = None
@@ -251,7 +257,7 @@ class Panel:
         for name in knobs:
             check_name(spec, name)
             self.controls[name] = control_for(spec.param(name), self.fixed.pop(name, None),
-                                              (ranges or {}).get(name))
+                                              (ranges or {}).get(name), (labels or {}).get(name))
         self.run_button = w.Button(description="Run", button_style="primary", icon="play",
                                    tooltip="re-run the model with these settings")
         self.progress = w.FloatProgress(min=0.0, max=1.0, value=0.0, description="progress",
@@ -350,7 +356,7 @@ class Panel:
             self.last_result, self.last_error = result, ""
             with render.unchecked():
                 specs = [render.quick_spec(chart) for chart in self._charts(result)]
-            self.summary.value = _summary_html(result)
+            self.summary.value = _summary_html(result) + (self.headline(result) if self.headline else "")
             self.chart_view.show(specs)
             self.chart_view.layout.display = None
             self.output.outputs = tuple(self._tables(result))

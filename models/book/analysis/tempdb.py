@@ -191,3 +191,269 @@ def kind_split(result: "models.Result") -> pd.DataFrame:
              "wait_per_acquire_us": ms * 1000.0 / acquires if acquires else 0.0}
             for kind, (waits, ms, acquires) in result.extra["kind_waits"].items() if acquires]
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the chapter (notebooks/05b_tempdb)
+# Everything below is the chapter's: tables and runs it shows, built from the calibration above and the stored
+# band (book/data/tempdb_band.csv, python -m models sweep tempdb_band).
+
+PFS_INTERVAL = 8_088      # pages a PFS page tracks (KB 2154845; Microsoft Learn, pages and extents)
+GAM_INTERVAL = 511_232    # pages a GAM or SGAM page tracks: 63,904 extents (Kehayias 2012; Davis 2012)
+SHOWN_SEEDS = (1,)        # the chapter's single runs (DMV tables, timeline): seed 1
+
+
+def page_kind(page: int) -> str:
+    """What a data-file page is by its number alone (Davis's corrected formulas): PFS, GAM, SGAM or other.
+
+    The same tests the chapter's T-SQL applies to a waiter's 2:f:p; 'other' is a system table's or an object's
+    page, to be named by its object (sys.dm_db_page_info on SQL Server 2019 and later).
+    """
+    if page == 1 or page % PFS_INTERVAL == 0:
+        return "PFS"
+    if page == 2 or page % GAM_INTERVAL == 0:
+        return "GAM"
+    if page == 3 or (page - 1) % GAM_INTERVAL == 0:
+        return "SGAM"
+    return "other"
+
+
+def fitted_rows(band: pd.DataFrame, policy: str = POLICY) -> pd.DataFrame:
+    """The stored band's rows of one latch policy at which the notebook's 35.419 s could be fitted."""
+    rows = band[(band["policy"] == policy) & band["fits"].astype(bool)]
+    return rows.sort_values("metadata_us").reset_index(drop=True)
+
+
+def band_extent(band: pd.DataFrame, column: str, policy: str = POLICY) -> tuple[float, float]:
+    """The lowest and highest value of ``column`` over the fitted rows of ``policy``."""
+    rows = fitted_rows(band, policy)
+    return float(rows[column].min()), float(rows[column].max())
+
+
+def notebook_values(row: pd.Series) -> dict[str, Any]:
+    """The notebook's setup at one row of the band (the unfair latch, its hold and the two fitted CPUs)."""
+    return dict(NOTEBOOK_SETUP, policy=row["policy"], metadata_us=float(row["metadata_us"]),
+                cpu_per_object_us=float(row["notebook_cpu_us"]), metadata_cpu_us=float(row["metadata_cpu_us"]))
+
+
+def lab_values(row: pd.Series) -> dict[str, Any]:
+    """The lab's setup at one row of the band: the notebook's system-table cost, the lab's own CPU per call."""
+    return dict(LAB_SETUP, policy=row["policy"], metadata_us=float(row["metadata_us"]),
+                cpu_per_object_us=float(row["lab_cpu_us"]), metadata_cpu_us=float(row["metadata_cpu_us"]))
+
+
+def band_runs(band: pd.DataFrame, policy: str = POLICY, seeds: Iterable[int] = FIT_SEEDS) -> pd.DataFrame:
+    """At each fitted hold: the notebook's two times and the lab's two rates, rerun from the stored fits."""
+    rows = []
+    for _, row in fitted_rows(band, policy).iterrows():
+        nb, lab = notebook_values(row), lab_values(row)
+        rows.append({
+            "metadata_us": float(row["metadata_us"]),
+            "notebook_on_s": NOTEBOOK["calls"] / rate(nb, seeds, metadata="memory-optimized"),
+            "notebook_off_s": NOTEBOOK["calls"] / rate(nb, seeds),
+            "lab_on_per_s": rate(lab, seeds, metadata="memory-optimized"),
+            "lab_off_per_s": rate(lab, seeds),
+        })
+    return pd.DataFrame(rows)
+
+
+def _span(low: float, high: float, fmt: str, unit: str) -> str:
+    """'26.78 s' when the two ends print alike, else '26.7 to 26.9 s'."""
+    a, b = format(low, fmt), format(high, fmt)
+    return f"{a} {unit}" if a == b else f"{a} to {b} {unit}"
+
+
+def parameter_table(band: pd.DataFrame) -> pd.DataFrame:
+    """Each parameter of the calibrated runs (Lahoud's notebook and lab) with its value and where it comes from."""
+    from models import calibration
+
+    rows = fitted_rows(band)
+    hold_low, hold_high = rows["metadata_us"].min(), rows["metadata_us"].max()
+    fair = fitted_rows(band, "fair")
+    span = lambda col, fmt=",.0f", unit="µs": _span(rows[col].min(), rows[col].max(), fmt, unit)  # noqa: E731
+    out = [
+        ("schedulers", f"{NOTEBOOK_SETUP['schedulers']} (notebook), {LAB_SETUP['schedulers']} (lab)",
+         "the notebook's container had 4 cores; the lab asks for a VM with at least 32", "source"),
+        ("sessions", f"{NOTEBOOK_SETUP['sessions']} (notebook), {LAB_SETUP['sessions']} (lab)",
+         "ostress -n16 (the notebook) and -n100 (the lab)", "source"),
+        ("version", NOTEBOOK_SETUP["version"], "SQL Server 2019 (a CTP for the lab): PFS updated under SH", "source"),
+        ("cpu_per_object_us (notebook)", span("notebook_cpu_us"),
+         "fitted at each hold so that memory-optimized metadata gives 1,920 calls in 26.784 s", "fitted"),
+        ("metadata_cpu_us", span("metadata_cpu_us"),
+         "CPU outside the page latch per creation or drop, fitted at each hold so that disk-based system tables "
+         "give 35.419 s", "fitted"),
+        ("metadata_us", _span(hold_low, hold_high, ",.0f", "µs"),
+         "how long a creation or drop holds the system-table page: no source measures it, so every result is "
+         "shown over this band", "band"),
+        ("cpu_per_object_us (lab)", span("lab_cpu_us"),
+         "fitted at each hold so that memory-optimized metadata gives 30,000 calls in 52 s", "fitted"),
+        ("pfs_us, gam_us", f"{ALLOCATION_US:.0f} µs (band {ALLOCATION_BAND_US[0]:.0f} to "
+         f"{ALLOCATION_BAND_US[1]:.0f} µs)", "an allocation page's hold per page or extent: no source measures it; "
+         "with one page a call it changes nothing here", "assumed"),
+        ("files", f"{NOTEBOOK_SETUP['files']} (notebook), {LAB_SETUP['files']} (lab)",
+         "neither source says; one per core up to eight, as setup installs them", "assumed"),
+        ("pages_per_object", f"{NOTEBOOK_SETUP['pages_per_object']}", "a small temporary table with a key: "
+         "one data page", "assumed"),
+        ("cached_share", "0", "every call creates and drops its table's rows in the system tables, as the "
+         "waits on 2:1:118 show it does", "assumed"),
+        ("policy", POLICY, f"the fair page latch convoys on the system-table page with the lab's 100 sessions: "
+         f"it predicts {fair['lab_off_per_s'].min():,.0f} to {fair['lab_off_per_s'].max():,.0f} calls/s for the "
+         "lab's 500, further off than the unfair latch at every hold", "chosen"),
+        ("wakeup_us + context_switch_us", f"{float(calibration.HANDOFF_US):.1f} µs",
+         "the book's hand-off (models.calibration), measured on another latch", "assumed"),
+    ]
+    return pd.DataFrame(out, columns=["parameter", "value", "from", "basis"])
+
+
+def comparison_table(band: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Every number of Lahoud's notebook and lab beside the model over the band, each with its basis."""
+    fair = fitted_rows(band, "fair")
+    r = runs
+    span = lambda col, fmt, unit: _span(r[col].min(), r[col].max(), fmt, unit)  # noqa: E731
+    lab_off_s = (LAB["calls"] / r["lab_off_per_s"].max(), LAB["calls"] / r["lab_off_per_s"].min())
+    out = [
+        ("notebook: 1,920 calls, memory-optimized metadata", f"{NOTEBOOK['on_s']} s", span("notebook_on_s", ".2f", "s"),
+         "fitted (CPU per call)"),
+        ("notebook: 1,920 calls, disk-based system tables", f"{NOTEBOOK['off_s']} s", span("notebook_off_s", ".2f", "s"),
+         "fitted (system-table CPU, at every hold)"),
+        ("notebook: where sessions wait", "PAGELATCH_EX on 2:1:118 (sysschobjs)",
+         "PAGELATCH_EX on 2:1:118", "built in (the model's one system-table page)"),
+        ("lab: 30,000 calls, memory-optimized metadata", f"about {LAB['on_s']:.0f} s, about {LAB['on_per_s']:.0f}/s",
+         span("lab_on_per_s", ",.0f", "/s"), "fitted (the lab's CPU per call)"),
+        ("lab: 30,000 calls, disk-based system tables", f"about 1 minute, about {LAB['off_per_s']:.0f}/s",
+         span("lab_off_per_s", ",.0f", "/s") + f" ({lab_off_s[0]:.0f} to {lab_off_s[1]:.0f} s)",
+         "predicted (a miss: below the stated rate at every hold)"),
+        ("lab, with the fair page latch", f"about {LAB['off_per_s']:.0f}/s",
+         _span(fair["lab_off_per_s"].min(), fair["lab_off_per_s"].max(), ",.0f", "/s"),
+         "predicted (a miss; why the chapter takes the unfair latch)"),
+    ]
+    return pd.DataFrame(out, columns=["measurement", "measured", "model over the band", "basis"])
+
+
+def implied_write_ms(source: dict[str, Any]) -> float:
+    """CPU per system-table write (ms) a source's two figures imply, if its calls were CPU-bound both times.
+
+    Off and on differ by one creation's and one drop's work per call: (schedulers x (1/off - 1/on rate)) / 2.
+    """
+    off, on = per_s(source["calls"], source["off_s"]), per_s(source["calls"], source["on_s"])
+    return 1000.0 * source["schedulers"] * (1.0 / off - 1.0 / on) / 2.0
+
+
+# Ward's three tests (SQL Server 2022 Revealed, ch. 6): 4 CPUs, one data file, 25 sessions, a table variable
+# that is never cached; his order, fastest to slowest: 3, 1, 2.
+WARD_SETUP: dict[str, Any] = dict(schedulers=4, sessions=25, files=1, pages_per_object=1, cached_share=0.0,
+                                  metadata_cpu_us=0.0, window_ms=500.0)
+WARD_TESTS: dict[int, dict[str, str]] = {
+    1: {"version": "2019", "metadata": "latched"},           # 2022 with trace flags 6950 and 6962
+    2: {"version": "2019", "metadata": "memory-optimized"},  # the same, memory-optimized metadata
+    3: {"version": "2022", "metadata": "memory-optimized"},  # 2022's defaults
+}
+WARD_ORDER = (3, 1, 2)
+WARD_CPU_US = (20.0, 100.0, 1_000.0)       # his batch's CPU is not published: a range
+WARD_METADATA_US = (20.0, 200.0)
+WARD_ALLOCATION_US = (ALLOCATION_BAND_US[0], ALLOCATION_US, ALLOCATION_BAND_US[1])
+
+
+def ward_table(policy: str = POLICY, seeds: Iterable[int] = FIT_SEEDS) -> pd.DataFrame:
+    """Ward's three tests in the model over what he does not publish: each test's rate, the model's order,
+    and by how much test 2 trails (or leads) test 1."""
+    seeds = list(seeds)
+    rows = []
+    for cpu in WARD_CPU_US:
+        for hold in WARD_METADATA_US:
+            for alloc in WARD_ALLOCATION_US:
+                values = dict(WARD_SETUP, policy=policy, cpu_per_object_us=cpu, metadata_us=hold, pfs_us=alloc,
+                              gam_us=alloc)
+                rates = {k: rate(values, seeds, **v) for k, v in WARD_TESTS.items()}
+                order = tuple(sorted(rates, key=lambda k: -rates[k]))
+                rows.append({"cpu_per_object_us": cpu, "metadata_us": hold, "allocation_us": alloc,
+                             **{f"test_{k}_per_s": v for k, v in rates.items()},
+                             "order": " > ".join(map(str, order)), "as_ward": order == WARD_ORDER,
+                             "test_2_vs_1_pct": 100.0 * (rates[2] / rates[1] - 1.0)})
+    return pd.DataFrame(rows)
+
+
+def ward_gam_share(policy: str = POLICY, cpu_us: float = 100.0, metadata_us: float = 20.0,
+                   allocation_us: float = ALLOCATION_US) -> pd.DataFrame:
+    """Where each of Ward's tests waits (seed 1): wait ms by page kind, per test."""
+    rows = []
+    for k, v in WARD_TESTS.items():
+        res = run(dict(WARD_SETUP, policy=policy, cpu_per_object_us=cpu_us, metadata_us=metadata_us,
+                       pfs_us=allocation_us, gam_us=allocation_us), seed=1, **v)
+        split = kind_split(res).set_index("page")["wait_ms"]
+        rows.append({"test": k, **{f"{kind}_wait_ms": float(split.get(kind, 0.0)) for kind in scenario.KINDS}})
+    return pd.DataFrame(rows)
+
+
+def dmv_rows(result: "models.Result") -> dict[str, pd.DataFrame]:
+    """A run's sys.dm_os_wait_stats (PAGELATCH rows) and sys.dm_os_latch_stats (BUFFER) as the chapter shows them."""
+    waits = result.wait_stats[result.wait_stats["wait_type"].str.startswith("PAGELATCH")].reset_index(drop=True)
+    latches = result.latch_stats[result.latch_stats["latch_class"] == "BUFFER"].reset_index(drop=True)
+    return {"wait_stats": waits, "latch_stats": latches}
+
+
+def page_table(result: "models.Result") -> pd.DataFrame:
+    """A run's waits by page, as a DBA's sampled waiters name them (2:f:p), each with its kind by the formulas."""
+    rows = []
+    for page, (waits, ms) in sorted(result.extra["page_waits"].items(), key=lambda kv: -kv[1][1]):
+        number = int(page.split(":")[2])
+        kind = page_kind(number)
+        rows.append({"resource": page, "kind (formula)": "system table" if kind == "other" else kind,
+                     "waits": waits, "wait_ms": ms})
+    return pd.DataFrame(rows)
+
+
+def files_gain(grid: pd.DataFrame, server: str, sessions: int, allocation_us: float, metadata_us: float
+               ) -> pd.Series:
+    """Calls per second against files at one explorer point (the stored grid)."""
+    at = grid[(grid["server"] == server) & (grid["sessions"] == sessions) & (grid["allocation_us"] == allocation_us)
+              & (grid["metadata_us"] == metadata_us)]
+    return at.set_index("files")["throughput_per_s"].sort_index()
+
+
+def compare(axis: str, values: Iterable[Any], base: dict[str, Any] | None = None, seeds: Iterable[int] = FIT_SEEDS,
+            **overrides: Any) -> pd.DataFrame:
+    """Calls per second and the wait per acquire by page kind as one parameter changes (mean over seeds)."""
+    seeds = list(seeds)
+    base = dict(SETUP if base is None else base, **overrides)
+    rows = []
+    for value in values:
+        results = [run(base, seed=s, **{axis: value}) for s in seeds]
+        row = {axis: value, "per_s": sum(r.throughput_per_s for r in results) / len(results)}
+        for kind in scenario.KINDS:
+            waits = sum(r.extra["kind_waits"][kind][1] for r in results)
+            acquires = sum(r.extra["kind_waits"][kind][2] for r in results)
+            row[f"{kind}_wait_us"] = 1000.0 * waits / acquires if acquires else 0.0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def panel_headline(result: "models.Result") -> str:
+    """The live panel's extra line: the temp-object rate the run achieved, in all and per session, and where the
+    waits went."""
+    p = result.params
+    per_session = result.throughput_per_s / p["sessions"]
+    split = kind_split(result)
+    total = float(split["wait_ms"].sum()) if len(split) else 0.0
+    where = ", ".join(f"{row.page} {100 * row.wait_ms / total:.0f}%" for row in split.itertuples()
+                      if row.wait_ms > 0) if total > 0 else "none"
+    return (f"<p><b>temp objects</b> {result.throughput_per_s:,.0f}/s in all, {per_session:,.1f}/s per session "
+            f"&nbsp;·&nbsp; <b>page-latch wait by page</b> {where}</p>")
+
+
+def version_table() -> pd.DataFrame:
+    """What each version of the model does, from scenario.VERSIONS, with its source."""
+    mode = {scenario.UP: "UP", scenario.SH: "SH"}
+    rows = [{"version": "2014 (no TF 1118)" if name == "2014" else name,
+             "first 8 pages": "mixed extents (SGAM)" if b.mixed_extents else "uniform extents",
+             "PFS update": mode[b.pfs_mode], "GAM/SGAM update": mode[b.gam_mode],
+             "memory-optimized metadata": "available" if b.memory_optimized_ok else "no",
+             "source": b.source} for name, b in scenario.VERSIONS.items()]
+    return pd.DataFrame(rows)
+
+
+TIMELINE: dict[str, Any] = dict(SETUP, sessions=16, files=1, version="2016", window_ms=4.0)
+
+
+def timeline_run(trace_events: int = 6_000) -> "models.Result":
+    """The chapter's timeline: 16 sessions, each on its own scheduler, one data file, SQL Server 2016."""
+    return run(TIMELINE, seed=1, trace_events=trace_events)
