@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from models.fitting.snapshot import (
-    BATCHES, CPU_SLACK, DELTA_ROWGROUPS_CREATED, FORCED_GRANTS, GRANT_TIMEOUTS, NUMBERS, ROWGROUPS_COMPRESSED,
-    TEMPDB_ID, TRANSACTIONS, VERSION_KB, Snapshot, setting_range,
+    ACTIVE_TEMP_TABLES, BATCHES, CPU_SLACK, DELTA_ROWGROUPS_CREATED, FORCED_GRANTS, GRANT_TIMEOUTS, NUMBERS,
+    ROWGROUPS_COMPRESSED, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TEMPDB_ID, TRANSACTIONS,
+    VERSION_CLEANUP_KB, VERSION_KB, VERSION_STORE_KB, Snapshot, setting_range,
 )
 
 MODEL_INDEX = "dbo.orders.PK_orders"  # the index a model run's capture names (last_page_insert.capture_rows)
@@ -79,12 +80,18 @@ SIGNAL_ONLY = frozenset({"SOS_SCHEDULER_YIELD"})  # waits that are all runnable-
 BUFFER_WAITS = ("PAGELATCH_", "PAGEIOLATCH_")   # wait types sys.dm_os_latch_stats counts under BUFFER
 MAX_PAGE_ROWS = 20                              # the capture script keeps the 20 busiest pages
 COUNTERS = (BATCHES, TRANSACTIONS, VERSION_KB, ROWGROUPS_COMPRESSED, DELTA_ROWGROUPS_CREATED)  # the script's order
+# The tempdb counters the script prints after those (a model run's capture of tempdb states them; other backgrounds
+# add none, as a capture from before the script read them has none).
+TEMPDB_COUNTERS = (TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, ACTIVE_TEMP_TABLES, VERSION_STORE_KB,
+                   VERSION_CLEANUP_KB)
+COUNTER_ORDER = COUNTERS + TEMPDB_COUNTERS
 # The capture script's output order: settings, then one group per source (book/sql/capture_snapshot.sql).
 SETTING_ORDER = ("interval_s", "schedulers", "maxdop", "sessions", "database_sessions", "database_cpu_ms",
                  "request_dop", "max_server_memory_mb", "version",
-                 "database", "database_id", "sql_memory_model", "runnable_tasks", "tempdb_data_files", "page_samples")
+                 "database", "database_id", "sql_memory_model", "runnable_tasks", "tempdb_data_files",
+                 "tempdb_metadata_memory_optimized", "page_samples")
 SOURCE_ORDER = ("latch", "wait", "spinlock", "xevent", "scheduler", "counter", "index", "index_tree", "index_insert",
-                "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page")
+                "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page", "file_size")
 TIMED = ("latch", "wait", "scheduler", "index", "index_tree", "file_write", "file_read")  # bigint ms in the DMVs
 
 
@@ -311,9 +318,9 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
         if source == "scheduler":
             return (group, int(row["name"]) if str(row["name"]).isdigit() else 0, 0.0, 0.0, row["name"])
         if source == "counter":
-            return (group, COUNTERS.index(row["name"]) if row["name"] in COUNTERS else len(COUNTERS), 0.0, 0.0,
-                    row["name"])
-        if source == "semaphore":
+            return (group, COUNTER_ORDER.index(row["name"]) if row["name"] in COUNTER_ORDER else len(COUNTER_ORDER),
+                    0.0, 0.0, row["name"])
+        if source in ("semaphore", "file_size"):
             return (group, 0, 0.0, 0.0, row["name"])
         return (group, 0, -time, -count, row["name"])
 
@@ -376,10 +383,12 @@ def _rename(rows: _Rows, settings: dict[str, Any], bg: Background) -> None:
                              "rename one at a time")
         for name in model:
             rows.rename(source, name, bg.index_name)
-    settings["database"], settings["database_id"], settings["version"] = bg.database, bg.database_id, bg.version
+    settings["database"], settings["database_id"] = bg.database, bg.database_id
+    if not str(settings.get("version", "")).startswith("Microsoft SQL Server"):  # a run that states its version
+        settings["version"] = bg.version                                        # (tempdb's) keeps it
     settings.setdefault("max_server_memory_mb", bg.max_server_memory_mb)
     settings.setdefault("sql_memory_model", bg.sql_memory_model)
-    settings["tempdb_data_files"] = bg.tempdb_data_files
+    settings.setdefault("tempdb_data_files", bg.tempdb_data_files)  # a run of tempdb's files states its own
     if bg.maxdop is not None:
         settings["maxdop"] = bg.maxdop
     settings["request_dop"] = max(int(settings.get("request_dop") or 0), bg.other_request_dop)
@@ -497,7 +506,8 @@ def _counters(rows: _Rows, rng: np.random.Generator, bg: Background, interval_s:
         rows.add("index_update", bg.updates_index, count=model_transactions)
 
 
-def _files(rows: _Rows, rng: np.random.Generator, bg: Background, interval_s: float) -> None:
+def _files(rows: _Rows, rng: np.random.Generator, bg: Background, interval_s: float,
+           settings: dict[str, Any]) -> None:
     """sys.dm_io_virtual_file_stats rows: the captured database's log writes (group commits, at WRITELOG's
     latency) and data-file reads (one per page read wait, and more) and writes; tempdb's files."""
     db = bg.database_id
@@ -517,7 +527,8 @@ def _files(rows: _Rows, rng: np.random.Generator, bg: Background, interval_s: fl
         (bg.other_waits.get("PAGEIOLATCH_SH", (0.0, 0.0))[1] or 2.0)
     reads = float(rng.poisson(page_reads * 1.2 + bg.data_reads_per_s * interval_s))
     rows.add("file_read", f"{db}:1:ROWS", count=reads, time_ms=_total_ms(rng, reads, read_ms))
-    tempdb_files = [1] + list(range(3, bg.tempdb_data_files + 2))
+    files = int(settings.get("tempdb_data_files", bg.tempdb_data_files))
+    tempdb_files = [1] + list(range(3, files + 2))
     for file_id in tempdb_files:
         writes = float(rng.poisson(bg.tempdb_writes_per_s * interval_s / len(tempdb_files)))
         rows.add("file_write", f"{TEMPDB_ID}:{file_id}:ROWS", count=writes, time_ms=_total_ms(rng, writes, 0.5))
@@ -613,7 +624,7 @@ def with_background(snap: Snapshot, background: Background, seed: int) -> Snapsh
         other_cpu_ms = sum(rows.get("scheduler", n, "time_ms") for n in rows.names("scheduler")) - model_cpu_ms
         settings["database_cpu_ms"] = int(round(model_cpu_ms + bg.other_database_cpu_share * other_cpu_ms))
     _counters(rows, rng, bg, interval_s)
-    _files(rows, rng, bg, interval_s)
+    _files(rows, rng, bg, interval_s, settings)
     samples = int(round(interval_s)) + 1
     if bg.page_samples:
         _pages(rows, rng, bg, interval_s, page_latch_ms, samples)

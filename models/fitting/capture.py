@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pandas as pd
 
 import models
-from models.fitting.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Snapshot
+from models.fitting.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Snapshot, point_in_time
 from models.params import MAX_SIM_MS, ParameterError, shown
 from models.scenarios.base import Scenario
 
@@ -99,8 +99,11 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
         first = pd.DataFrame(_dmv_rows(spec, values, _run_until(scenario, params, start_s * 1000.0), xevents),
                              columns=["source", "name", *NUMBERS]).set_index(["source", "name"])
         second = second.set_index(["source", "name"])
+        # A value at the second read (a file's size, a point-in-time counter) is kept as read, not differenced.
+        kept = [point_in_time(source, name) for source, name in second.index]
         for column in DELTAS:
-            second[column] = second[column] - first[column].reindex(second.index).fillna(0.0)
+            diff = second[column] - first[column].reindex(second.index).fillna(0.0)
+            second[column] = diff.where(~pd.Series(kept, index=second.index), second[column])
         second = second.reset_index()
     rows = second[(second[list(DELTAS)].fillna(0.0) != 0).any(axis=1)
                   | (second["source"].isin(["scheduler", "xevent", "counter", "semaphore"]))].reset_index(drop=True)

@@ -533,36 +533,63 @@ def waited_pages(snap: Snapshot) -> list[WaitedPage]:
     return sorted(out, key=lambda p: -p.waiters)
 
 
-def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
-    """Refusal naming the contention when the page latch waits are not on a user table's pages.
+def tempdb_share(snap: Snapshot) -> float:
+    """The share of the sampled page latch waiters (page rows) that were on tempdb's pages (0 with no page rows)."""
+    pages = waited_pages(snap)
+    total = sum(p.waiters for p in pages)
+    return sum(p.waiters for p in pages if p.database_id == TEMPDB_ID) / total if total > 0 else 0.0
 
-    Sampled waiters (page rows) mostly on tempdb's pages are tempdb allocation contention (PFS, GAM, SGAM pages)
-    or metadata contention (any other tempdb page, such as its system tables' 2:1:118); mostly on a user
-    database's allocation pages, that database's allocation contention.  Without page rows, PAGELATCH_UP on top
-    is allocation contention (allocation pages are latched UP; index pages SH and EX), in tempdb or in a user
-    database (heap inserts, many page splits): the page rows would say which.  Otherwise nothing is
-    said and the rules go on.
+
+def tempdb_kind(page: WaitedPage) -> str:
+    """PFS, GAM or SGAM for one of tempdb's allocation pages; metadata for any other tempdb page (its system
+    tables' pages, such as 2:1:118)."""
+    return page.kind or "metadata"
+
+
+def tempdb_pages_seen(snap: Snapshot) -> list[str]:
+    """What the page rows say of tempdb's waiters: how many of the sampled waiters, over how many files, the
+    shares by kind of page (PFS, GAM, SGAM, metadata) and the single busiest page."""
+    pages = waited_pages(snap)
+    total = sum(p.waiters for p in pages)
+    tempdb = [p for p in pages if p.database_id == TEMPDB_ID]
+    in_tempdb = sum(p.waiters for p in tempdb)
+    if not tempdb or in_tempdb <= 0:
+        return []
+    top = tempdb[0]
+    kinds = {kind: sum(p.waiters for p in tempdb if p.kind == kind) for kind in ("PFS", "GAM", "SGAM")}
+    by_kind = ", ".join(f"{kind} pages {count / in_tempdb:.0%}" for kind, count in kinds.items() if count)
+    metadata = in_tempdb - sum(kinds.values())
+    if metadata > 0:
+        by_kind += (", " if by_kind else "") + f"other pages (system tables: metadata) {metadata / in_tempdb:.0%}"
+    files = len({p.file_id for p in tempdb})
+    seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters sampled during the capture were on tempdb's "
+            f"pages (database 2), over {files} file(s)" + (f": {by_kind}" if by_kind else "")
+            + f"; the single page with the most was {top.database_id}:{top.file_id}:{top.page_id}"
+            + (f" (a {top.kind} page)" if top.kind else "") + f", {top.waiters / in_tempdb:.0%} of them")
+    alloc = sum(kinds.values())
+    what = ("tempdb's allocation pages (PFS, GAM, SGAM) are latched by every session that creates temporary "
+            "objects: not a user table's hot page" if alloc >= 0.5 * in_tempdb else
+            "pages of tempdb that are not allocation pages are its system tables' (temporary-object metadata): not "
+            "a user table's hot page")
+    return [seen, what]
+
+
+def page_latch_elsewhere(snap: Snapshot, top_wait: str) -> None:
+    """Refusal naming the contention when the page latch waits are on a user database's allocation pages, or
+    cannot be placed at all.
+
+    Sampled waiters (page rows) mostly on tempdb's pages are left to the rules (the tempdb scenario claims
+    them: :func:`tempdb_pages_seen` says what they show); mostly on a user database's allocation pages, that
+    database's allocation contention, which no model here covers.  Without page rows, PAGELATCH_UP on top is
+    allocation contention (allocation pages are latched UP; index pages SH and EX), in tempdb or in a user
+    database (heap inserts, many page splits): the page rows would say which.  Otherwise nothing is said and
+    the rules go on.
     """
     pages = waited_pages(snap)
     total = sum(p.waiters for p in pages)
     if total > 0:
-        tempdb = [p for p in pages if p.database_id == TEMPDB_ID]
-        in_tempdb = sum(p.waiters for p in tempdb)
-        if in_tempdb >= 0.5 * total:
-            alloc = sum(p.waiters for p in tempdb if p.kind)
-            top = tempdb[0]
-            kinds = {kind: sum(p.waiters for p in tempdb if p.kind == kind) for kind in ("PFS", "GAM", "SGAM")}
-            by_kind = ", ".join(f"{kind} pages {count / in_tempdb:.0%}" for kind, count in kinds.items() if count)
-            files = len({p.file_id for p in tempdb})
-            seen = (f"{in_tempdb:,.0f} of the {total:,.0f} page latch waiters sampled during the capture were on tempdb's "
-                    f"pages (database 2), over {files} file(s)" + (f": {by_kind}" if by_kind else "")
-                    + f"; the single page with the most was {top.database_id}:{top.file_id}:{top.page_id}"
-                    + (f" (a {top.kind} page)" if top.kind else "") + f", {top.waiters / in_tempdb:.0%} of them")
-            if alloc >= 0.5 * in_tempdb:
-                raise Refusal([seen, "tempdb's allocation pages (PFS, GAM, SGAM) are latched by every session "
-                               "that creates temporary objects: not a user table's hot page"], name=TEMPDB_ALLOCATION)
-            raise Refusal([seen, "pages of tempdb that are not allocation pages are its system tables' "
-                           "(temporary-object metadata): not a user table's hot page"], name=TEMPDB_METADATA)
+        if tempdb_share(snap) >= 0.5:
+            return
         alloc = [p for p in pages if p.kind]
         if sum(p.waiters for p in alloc) >= 0.5 * total:
             top = alloc[0]

@@ -53,7 +53,7 @@ from models.fitting import advice
 from models.fitting import evidence as ev
 from models.fitting.capture import from_model
 from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
-from models.fitting.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot
+from models.fitting.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot, point_in_time
 from models.params import ParameterError, shown
 from models.scenarios.base import Scenario
 
@@ -131,10 +131,7 @@ def diagnoses() -> dict[str, tuple[str, str]]:
 # What the diagnosis names without fitting a model: page latch waits that are not a user table's hot page, and
 # captures that cannot say where their waits are.
 RECOGNISED = {
-    ev.TEMPDB_ALLOCATION: "PAGELATCH waiters on tempdb's PFS, GAM or SGAM pages (2:f:1, 2:f:2, 2:f:3 and their "
-                          "repeats)",
     ev.UNPLACED_ALLOCATION: "PAGELATCH_UP on top and no page rows to say whose allocation pages they are",
-    ev.TEMPDB_METADATA: "PAGELATCH waiters on other tempdb pages (its system tables, e.g. 2:1:118)",
     ev.ALLOCATION_PAGES: "PAGELATCH waiters on a user database's PFS, GAM or SGAM pages",
     ev.WRONG_DATABASE: "PAGELATCH on top, but no index of the captured database holds the waits (a capture "
                        "from master, or from another database)",
@@ -306,7 +303,7 @@ def _top_latch_class(snap: Snapshot) -> tuple[str | None, str]:
 def diagnose(snap: Snapshot) -> Diagnosis:
     """The dominant contention: the top wait that is work waiting, and the first scenario whose rule claims it.
 
-    Page latch waits on tempdb's or allocation pages are named first
+    Page latch waits on a user database's allocation pages, or that cannot be placed, are named first
     (:func:`models.fitting.evidence.page_latch_elsewhere`); then each
     scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in rank
     order.  A rule that recognises its family's pattern but has no model for
@@ -346,8 +343,10 @@ def _diagnose(snap: Snapshot) -> Diagnosis:
         for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
             claimed = spec.diagnosis.claims(clue)
             if claimed is not None:
-                return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed,
-                                 advice=advice.also_on_top(snap, waits, clue.top_wait))
+                told = advice.also_on_top(snap, waits, clue.top_wait)
+                if spec.name == "tempdb":  # the standard tempdb advice, read off the capture, beside the model's
+                    told += advice.tempdb_advice(snap)
+                return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed, advice=told)
     except Refusal as refusal:
         told = advice.also_on_top(snap, waits, clue.top_wait)
         if refusal.name in (ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.UNPLACED_ALLOCATION):
@@ -462,12 +461,13 @@ def _check_policy(spec: Scenario, snap: Snapshot, setup: dict[str, Any], given: 
 
 
 def assumed_setup(spec: Scenario, assume: dict[str, Any] | None) -> dict[str, Any]:
-    """Every parameter's value as the fit assumes it: the scenario's defaults, with ``assume`` on top (checked)."""
+    """Every parameter's value as the fit assumes it: the scenario's defaults (its fit_defaults over them), with
+    ``assume`` on top (checked)."""
     if assume is None:
-        return spec.defaults()
+        return dict(spec.defaults(), **dict(spec.fit_defaults))
     if not isinstance(assume, dict):
         raise FitInputError(f"assume={shown(assume)} is not allowed: use a dict of parameter values, or None")
-    setup = spec.defaults()
+    setup = dict(spec.defaults(), **dict(spec.fit_defaults))
     for name, value in assume.items():
         try:
             setup[name] = spec.param(name).check(value)
@@ -530,11 +530,12 @@ def count_rates(snap: Snapshot) -> dict[str, float]:
             name = TOP_CLASS
         elif hot is not None and row.source in INDEX_SOURCES and row.name == hot:
             name = HOT_INDEX
+        scale = 1.0 if point_in_time(row.source, row.name) else per_s  # a value at the second read is no rate
         for column in ("count", "time_ms", "signal_time_ms"):
             value = getattr(row, column, None)
             if value is not None and isinstance(value, (int, float, np.number)) and math.isfinite(value):
                 key = f"{row.source} {name} {column}"
-                out[key] = out.get(key, 0.0) + float(value) * per_s
+                out[key] = out.get(key, 0.0) + float(value) * scale
     sched = snap.table("scheduler")
     if len(sched):
         out["scheduler busy time_ms"] = float(sched["time_ms"].fillna(0.0).sum()) * per_s

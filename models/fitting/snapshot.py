@@ -29,7 +29,10 @@ The rows mean what the DMVs document (Microsoft Learn, each view's page):
   its model one way (other work may add to them).
 * The "/sec" performance counters are running totals in
   sys.dm_os_performance_counters (counter type 272696576): the capture holds
-  their increase over the interval, not a rate.
+  their increase over the interval, not a rate.  The point-in-time ones
+  (:data:`POINT_COUNTERS`: Active Temp Tables, Temp Tables For Destruction,
+  Version Store Size (KB)) and the ``file_size`` rows are the value at the
+  second read, not a difference.
 """
 
 from __future__ import annotations
@@ -62,9 +65,12 @@ SOURCES: dict[str, str] = {
     "xevent": "latch_acquired extended events counted by latch class: count acquires (optional)",
     "scheduler": "sys.dm_os_schedulers, one row per visible online scheduler: name scheduler_id, "
                  "count context_switches_count, time_ms total_cpu_usage_ms",
-    "counter": "sys.dm_os_performance_counters, cumulative ones: name counter_name, count the increase; each read "
-               "from one instance: Transactions/sec the captured database's, the Columnstore ones the captured "
-               "database's or else _Total's, the others the instance's",
+    "counter": "sys.dm_os_performance_counters: name counter_name, count the increase of a cumulative one (Batch "
+               "Requests/sec, Transactions/sec, Version Generation rate (KB/s), Version Cleanup rate (KB/s), Temp "
+               "Tables Creation Rate, the Columnstore ones) or, for a point-in-time one (Active Temp Tables, Temp "
+               "Tables For Destruction, Version Store Size (KB)), its value at the second read; each read from one "
+               "instance: Transactions/sec the captured database's, the Columnstore ones the captured database's or "
+               "else _Total's, the others the instance's",
     "semaphore": "sys.dm_exec_query_resource_semaphores, summed over pools and semaphores: name forced_grant_count "
                  "or timeout_error_count, count the increase",
     "index": "sys.dm_db_index_operational_stats of the captured database: name schema.table.index, "
@@ -81,6 +87,8 @@ SOURCES: dict[str, str] = {
                   "db_id:file_id:LOG, count num_of_writes, time_ms io_stall_write_ms",
     "file_read": "sys.dm_io_virtual_file_stats: name db_id:file_id:ROWS or db_id:file_id:LOG, count num_of_reads, "
                  "time_ms io_stall_read_ms",
+    "file_size": "tempdb.sys.database_files, one row per tempdb data file (type 0, ROWS) at the second read: name "
+                 "2:file_id:ROWS, count its size in MB (a point-in-time value, not a difference)",
     "page": "sys.dm_os_waiting_tasks at the two reads and, in captures that give page_samples, once a second "
             "between them: name db_id:file_id:page_id, count the tasks seen waiting on that page's latch over all "
             "the samples (samples, not a difference)",
@@ -105,6 +113,9 @@ SETTINGS: dict[str, str] = {
     "runnable_tasks": "runnable tasks (sys.dm_os_schedulers runnable_tasks_count summed over the visible online "
                       "schedulers), averaged over the same samples as the page rows: workers waiting for a CPU",
     "tempdb_data_files": "number of tempdb's data files (sys.master_files of database 2, type ROWS)",
+    "tempdb_metadata_memory_optimized": "SERVERPROPERTY('IsTempdbMetadataMemoryOptimized'): 1 when tempdb's system "
+                                        "tables are memory-optimized, 0 when not (SQL Server 2019 and later; absent "
+                                        "before)",
     "page_samples": "how many samples of sys.dm_os_waiting_tasks the page rows add up (one a second, both reads "
                     "included; an older capture without it sampled the two reads only)",
 }
@@ -119,6 +130,16 @@ TEMPDB_ID = 2
 BATCHES = "Batch Requests/sec"
 TRANSACTIONS = "Transactions/sec"
 VERSION_KB = "Version Generation rate (KB/s)"
+VERSION_CLEANUP_KB = "Version Cleanup rate (KB/s)"   # SQLServer:Transactions, cumulative as the generation rate
+VERSION_STORE_KB = "Version Store Size (KB)"         # SQLServer:Transactions, point in time
+TEMP_TABLES_CREATED = "Temp Tables Creation Rate"    # SQLServer:General Statistics, cumulative (creations only)
+TEMP_TABLES_FOR_DESTRUCTION = "Temp Tables For Destruction"  # SQLServer:General Statistics, point in time
+ACTIVE_TEMP_TABLES = "Active Temp Tables"            # SQLServer:General Statistics, point in time
+# The counters whose row is the value at the second read, not a difference (Microsoft Learn, "SQL Server, General
+# Statistics object" and "SQL Server, Transactions object").
+POINT_COUNTERS = (TEMP_TABLES_FOR_DESTRUCTION, ACTIVE_TEMP_TABLES, VERSION_STORE_KB)
+MAX_FILE_MB = 16 * 1024 * 1024  # a data file's largest size, 16 TB (Microsoft Learn, maximum capacity specifications)
+MAX_POINT_VALUE = 1e12          # a point-in-time counter's largest value (KB of version store: a petabyte)
 # SQLServer:Columnstore counters (Microsoft Learn, "SQL Server, Columnstore object"): running totals since start-up.
 ROWGROUPS_COMPRESSED = "Total Rowgroups Compressed"
 DELTA_ROWGROUPS_CREATED = "Delta Rowgroups Created"
@@ -355,6 +376,9 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
         row: dict[str, Any] = {"source": source, "name": name}
         for column in NUMBERS:
             row[column] = _number(where, k, column, cells[column])
+            if column == "count" and row[column] < 0 and point_in_time(source, name):
+                raise OutOfRange(f"{where} line {k}: {source} {name} has count={cells[column]}, below zero: a "
+                                 "value at the second read (a size, a point-in-time counter) is 0 or more")
             if column in DELTAS and row[column] < 0:
                 raise NegativeDelta(
                     f"{where} line {k}: {source} {name} has {column}={cells[column]}, below zero: the counters "
@@ -377,8 +401,21 @@ def parse(text: str, where: str = "snapshot") -> Snapshot:
     return Snapshot(interval_s=float(interval), settings=settings, rows=frame)
 
 
+def point_in_time(source: str, name: str) -> bool:
+    """Whether a row holds a value at the second read (a file's size, a point-in-time counter), not a difference."""
+    return source == "file_size" or (source == "counter" and name in POINT_COUNTERS)
+
+
 def _check_counts(where: str, line: int, row: dict[str, Any], interval_s: float) -> None:
     """Each count and time of a row within what a server can do in the interval, or OutOfRange naming the cell."""
+    if point_in_time(row["source"], row["name"]):
+        high = MAX_FILE_MB if row["source"] == "file_size" else MAX_POINT_VALUE
+        what = "a tempdb data file's size in MB (up to 16 TB)" if row["source"] == "file_size" else \
+            "a point-in-time counter's value at the second read"
+        if not row["count"] <= high:  # NaN (no value) passes: a counter the DMV lacks
+            raise OutOfRange(f"{where} line {line}: {row['source']} {row['name']} has count={row['count']:g}: use 0 to "
+                             f"{high:,.0f} ({what})")
+        return
     for column, per_s in MAX_PER_S.items():
         value = row[column]
         if value > per_s * interval_s:
@@ -489,6 +526,8 @@ def setting_range(name: str) -> tuple[int, int]:
         return 0, MAX_PAGE_SAMPLES
     if name == "tempdb_data_files":
         return 1, MAX_TEMPDB_FILES
+    if name == "tempdb_metadata_memory_optimized":
+        return 0, 1
     if name == "database_cpu_ms":  # every scheduler busy for the longest interval
         return 0, MAX_SCHEDULERS * int(INTERVAL_S[1]) * 1000
     if name == "runnable_tasks":  # at most every session waits for a CPU

@@ -155,6 +155,9 @@ class Scenario:
     range_over: tuple[tuple[str, str], ...] = ()
     # What no capture can tell (the wake-up, the hold's split, the log flush): every what-if is redone at both ends.
     bands: tuple[Band, ...] = ()
+    # Values the fit assumes where they differ from the model's defaults (name, value): what a capture leaves open
+    # is assumed at the end its one-way checks accept (tempdb's one page per object), not at the chapter's value.
+    fit_defaults: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         missing = [fact.name for fact in fields(self) if getattr(self, fact.name) is _REQUIRED]
@@ -178,6 +181,10 @@ class Scenario:
             if band.param not in names or not band.low < band.high:
                 raise ScenarioError(f"scenario {self.name!r}: band {band.param!r} must name one of its parameters and "
                                     "have low < high")
+        for name, _ in self.fit_defaults:
+            if name not in names:
+                raise ScenarioError(f"scenario {self.name!r}: fit_defaults names {name!r}, which is not one of its "
+                                    "parameters")
         for choice, fitted in self.range_over:
             if choice not in names or fitted not in names or self.param(choice).choices is None:
                 raise ScenarioError(f"scenario {self.name!r}: range_over pairs ({choice!r}, {fitted!r}) must be a "

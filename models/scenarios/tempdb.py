@@ -356,29 +356,463 @@ def check(values: dict[str, Any]) -> None:
             f"busy schedulers: use at most {MAX_OBJECTS:,} (a shorter window or more CPU per object)")
 
 
-# ----------------------------------------------------------------------------- the fit (issue 45: being written)
+# ----------------------------------------------------------------------------- the fit (issue 45)
+
+import re  # noqa: E402  (the fit's own imports, kept below the physics)
+
+from models.calibration import WAKEUP_BAND_US  # noqa: E402
+from models.scenarios.base import Band, Change, wakeup_band  # noqa: E402
+
+# @@VERSION's first line a capture of the model states for each version (real builds: Microsoft's build lists).
+VERSION_STRINGS = {
+    "2014": "Microsoft SQL Server 2014 (SP3) (KB4022619) - 12.0.6024.0 (X64)",
+    "2016": "Microsoft SQL Server 2016 (SP3) (KB5003279) - 13.0.6300.2 (X64)",
+    "2019": "Microsoft SQL Server 2019 (RTM-CU22) (KB5027702) - 15.0.4322.2 (X64)",
+    "2022": "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4115.5 (X64)",
+}
+FILE_MB = 8_192              # the size a capture of the model gives each data file (all equal: round robin)
+UNEXPECTED_SHARE = 0.2       # waiters on a kind of page the version latches shared: above this share, a contradiction
+MIN_KIND_SHARE = 0.02        # a kind of page with fewer of tempdb's sampled waiters tells too little of its hold
+ALLOCATION_BAND_US = (2.0, 40.0)      # no source measures a PFS or GAM update's hold (models.book.analysis.tempdb)
+METADATA_BAND_US = (2.0, 1_000.0)     # nor a system-table write's hold under the latch
+SESSIONS_BAND = (0.5, 1.0)   # the share of the instance's user sessions that create temporary objects
+CALIBRATION_SEED = 1         # the runs calibrate() makes: one fixed seed, so a fit is a pure function of its input
+CALIBRATION_OBJECTS = 6_000  # temporary objects each of those runs counts
+CALIBRATION_STEPS = 10       # Newton steps at most (each costs one run per unknown, and one)
+CALIBRATION_TOLERANCE = 0.01  # stop when every moment is within this share of the capture's
+MAX_STEP = math.log(4.0)     # no unknown moves by more than a factor of 4 in one step
+FD_STEP = math.log(1.1)      # the finite difference of the Jacobian, in log space
+BACKTRACKS = 4               # halvings of a Newton step that does not bring the moments closer
+# The kinds of page whose waits the fit reads, and the hold each one's waits tell.
+HOLD_OF = {"metadata": "metadata_us", "PFS": "pfs_us", "GAM": "gam_us"}
+
+
+def version_of(text: str | None) -> tuple[str | None, str]:
+    """The model's version for @@VERSION's first line (None: no version in it), and how it was read.
+
+    SQL Server's major version: before 13 (2016) is "2014", whose tempdb allocates mixed extents unless trace
+    flag 1118 is on; 13 and 14 (2016, 2017) "2016"; 15 "2019"; 16 and later "2022".
+    """
+    build = re.search(r"\b(\d{1,2})\.\d+\.\d+", text or "")
+    if build is None:
+        return None, f"no SQL Server build in the version setting ({text!r})"
+    major = int(build.group(1))
+    if major < 13:
+        return "2014", (f"the version setting's build {build.group(0)} is before SQL Server 2016: tempdb allocates "
+                        "an object's first eight pages from mixed extents (trace flag 1118 is assumed off; a capture "
+                        "cannot tell)")
+    version = "2016" if major <= 14 else "2019" if major == 15 else "2022"
+    return version, f"the version setting's build {build.group(0)} behaves as {version} ({VERSIONS[version].source})"
+
+
+def _metadata_setting(snap: Any, version: str) -> tuple[str, str]:
+    """latched or memory-optimized, from the tempdb_metadata_memory_optimized setting, and how it was read."""
+    from models.fitting.evidence import MISSING, FitError
+
+    flag = snap.setting("tempdb_metadata_memory_optimized")
+    if flag is None:
+        if VERSIONS[version].memory_optimized_ok:
+            return "latched", (f"{MISSING}no tempdb_metadata_memory_optimized setting on a {version} server, so "
+                               "latched assumed (SERVERPROPERTY('IsTempdbMetadataMemoryOptimized') would say)")
+        return "latched", f"SQL Server before 2019 has no memory-optimized tempdb metadata"
+    if flag and not VERSIONS[version].memory_optimized_ok:
+        raise FitError(f"the capture says tempdb's metadata is memory-optimized (tempdb_metadata_memory_optimized=1) "
+                       f"but its version behaves as {version}, before SQL Server 2019 brought it: the version or "
+                       "the setting is wrong")
+    return ("memory-optimized" if flag else "latched"), "the capture's tempdb_metadata_memory_optimized setting"
+
+
+def page_moments(snap: Any) -> tuple[dict[str, float], dict[str, float], float]:
+    """tempdb's page latch wait time by kind of page (ms per second), the kind's share of the sampled waiters,
+    and the instance's page latch wait ms per second.
+
+    The page rows are waiters sampled once a second: by Little's law a page's share of them is its share of the
+    page latch wait time, which sys.dm_os_wait_stats gives for the whole instance (every PAGELATCH mode).  GAM and
+    SGAM pages are one kind (``gam_us`` holds both).
+    """
+    from models.fitting import evidence
+
+    pages = evidence.waited_pages(snap)
+    total = sum(p.waiters for p in pages)
+    waits = snap.table("wait")
+    page_ms = float(waits[waits["name"].str.fullmatch(r"PAGELATCH_(KP|SH|UP|EX|DT)")]["time_ms"].fillna(0).sum())
+    per_s = page_ms / snap.interval_s
+    shares = dict.fromkeys(HOLD_OF, 0.0)
+    for p in pages:
+        if p.database_id == evidence.TEMPDB_ID:
+            kind = evidence.tempdb_kind(p)
+            shares["GAM" if kind == "SGAM" else kind] += p.waiters / total
+    return {kind: per_s * share for kind, share in shares.items()}, shares, per_s
+
+
+def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, dict[str, float]]:
+    """(temporary objects per second, page latch wait ms per second by kind) of one run of the model at ``values``."""
+    from models.result import build as result_of
+    from models.workload import simulate
+
+    values = dict(values, window_ms=_window_ms(values, CALIBRATION_OBJECTS / max(objects_per_s, 1.0) * 1000.0))
+    result = result_of(simulate(build(values), CALIBRATION_SEED), "tempdb", values, CALIBRATION_SEED)
+    seconds = result.elapsed_ms / 1000.0
+    kinds = result.extra["kind_waits"]
+    waited = {"metadata": kinds["metadata"][1], "PFS": kinds["PFS"][1], "GAM": kinds["GAM"][1] + kinds["SGAM"][1]}
+    return result.throughput_per_s, {kind: ms / seconds for kind, ms in waited.items()}
+
+
+def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, float],
+              holds: tuple[str, ...]) -> tuple[dict[str, float], str]:
+    """The CPU per object and the ``holds`` at which the model gives the capture's objects per second and page
+    latch wait per second of each kind whose hold is fitted (the method of simulated moments).
+
+    Newton's method in log space on the model's own runs (one fixed seed, so the fit is a pure function of its
+    input), each unknown moved by at most a factor of 4 a step, the Jacobian from forward differences; the best
+    point tried is kept, and how close it came is said.
+    """
+    from models.fitting.evidence import FitError
+
+    names = ("cpu_per_object_us", *holds)
+    kinds = [kind for kind, hold in HOLD_OF.items() if hold in holds]
+    target = np.log([objects_per_s, *(waits[k] for k in kinds)])
+    low = np.log([PARAMS_BY_NAME[n].low for n in names])
+    high = np.log([PARAMS_BY_NAME[n].high for n in names])
+    tried: list[tuple[float, np.ndarray, float, dict[str, float]]] = []
+
+    def moments(x: np.ndarray) -> np.ndarray:
+        rate, waited = model_moments(dict(values, **dict(zip(names, np.exp(x)))), objects_per_s)
+        got = [max(rate, 1e-9), *(max(waited[k], 1e-3 * waits[k]) for k in kinds)]
+        miss = np.log(got) - target
+        tried.append((float(np.max(np.abs(miss))), x.copy(), rate, waited))
+        return miss
+
+    def size(f: np.ndarray) -> float:
+        return float(np.sum(f * f))
+
+    x = np.clip(np.log([values[n] for n in names]), low, high)
+    f = moments(x)
+    for _ in range(CALIBRATION_STEPS):
+        if np.max(np.abs(f)) < CALIBRATION_TOLERANCE:
+            break
+        jac = np.empty((len(names), len(names)))
+        for j in range(len(names)):
+            step = FD_STEP if x[j] + FD_STEP <= high[j] else -FD_STEP
+            bumped = x.copy()
+            bumped[j] += step
+            jac[:, j] = (moments(bumped) - f) / step
+        delta = np.clip(np.linalg.lstsq(jac, -f, rcond=None)[0], -MAX_STEP, MAX_STEP)
+        for _ in range(BACKTRACKS):  # a step that does not bring the moments closer is halved
+            trial = np.clip(x + delta, low, high)
+            g = moments(trial)
+            if size(g) < size(f):
+                x, f = trial, g
+                break
+            delta = delta / 2.0
+        else:
+            break
+    miss, best, rate, waited = min(tried, key=lambda t: t[0])
+    if rate <= 0:
+        raise FitError("the tempdb model makes no temporary objects at any CPU per object tried, so it cannot be "
+                       "calibrated to the capture's rate")
+    said = ", ".join(f"{waited[k]:,.1f} ms/s of {k} waits against {waits[k]:,.1f}" for k in kinds)
+    return dict(zip(names, np.exp(best).tolist())), (
+        f"found on the model's own runs (method of simulated moments, seed {CALIBRATION_SEED}): {rate:,.0f} objects/s "
+        f"against the capture's {objects_per_s:,.0f}" + (f", {said}" if said else "")
+        + f"; the worst moment {math.expm1(miss):.1%} off")
+
+
+def _window_ms(values: dict[str, Any], want_ms: float) -> float:
+    """A window of ``want_ms`` (at least 5 ms), cut so that the model's bound on the objects it holds stays under
+    MAX_OBJECTS (:func:`check`)."""
+    busy = min(values["sessions"], values["schedulers"])
+    most = (MAX_OBJECTS - values["sessions"] - 1) * values["cpu_per_object_us"] / busy / 1000.0
+    return float(min(max(want_ms, 5.0), most, 100_000.0))
 
 
 def estimate(snap: Any, setup: dict[str, Any]) -> Any:
-    """A tempdb capture's estimates (being written)."""
-    from models.fitting.evidence import FitError
-    raise FitError("the tempdb fit is not written yet")
+    """Sessions creating and dropping temporary objects: the holds and the CPU from the model's own runs.
+
+    Read: the instance's user sessions (every database's sessions use tempdb; the sessions band covers how many
+    create temporary objects), tempdb's data files, the schedulers, the version (@@VERSION) and whether the
+    metadata is memory-optimized.  Counted: temporary objects per second from Temp Tables Creation Rate (it counts
+    creations only, so the fit's objects are the creations and none is cached).  Fitted: the CPU per object and
+    the hold of each kind of page whose waits the version latches exclusively (metadata, PFS, GAM and SGAM),
+    where the model gives the capture's objects per second and each kind's page latch wait time (the page rows'
+    shares of the instance's PAGELATCH wait time).  A kind with no waiters, or latched shared on this version,
+    tells nothing of its hold: it is assumed at the model's value and banded.
+    """
+    from models.fitting import evidence
+    from models.fitting.evidence import MISSING, FitError
+    from models.fitting.snapshot import (
+        ACTIVE_TEMP_TABLES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, VERSION_CLEANUP_KB, VERSION_KB,
+        VERSION_STORE_KB,
+    )
+
+    settings: dict[str, tuple[Any, str]] = {}
+    assumed: dict[str, tuple[str, str]] = {}
+    caveats: list[str] = []
+    if snap.setting("sessions"):
+        sessions = int(snap.setting("sessions"))
+        settings["sessions"] = (sessions, "the capture's sessions setting, the instance's user sessions: every "
+                                          "database's sessions use tempdb, and the sessions band covers how many of "
+                                          "them create temporary objects")
+    else:
+        sessions = int(setup["sessions"])
+        settings["sessions"] = (sessions, f"{MISSING}no sessions setting, so sessions {sessions}")
+    files = snap.setting("tempdb_data_files")
+    if files is None:
+        raise FitError("the capture has no tempdb_data_files setting: the fit needs tempdb's data files (SELECT "
+                       "COUNT(*) FROM sys.master_files WHERE database_id = 2 AND type = 0; the capture script "
+                       "prints it)")
+    settings["files"] = (int(files), "the capture's tempdb_data_files setting (sys.master_files, database 2, ROWS)")
+    sizes = snap.table("file_size")
+    sizes = sizes[sizes["name"].str.startswith(f"{evidence.TEMPDB_ID}:")]["count"].dropna()
+    if len(sizes):
+        if len(sizes) != int(files):
+            caveats.append(f"the capture lists {len(sizes)} tempdb data file size(s) but tempdb_data_files is "
+                           f"{int(files)}: the fit takes the setting")
+        if sizes.max() > 1.1 * sizes.min():
+            caveats.append(f"tempdb's data files are not of equal size ({sizes.min():,.0f} to {sizes.max():,.0f} "
+                           "MB): proportional fill sends more allocations to the files with more free space, which "
+                           "the model's round robin leaves out, so the busiest file's pages wait more than it shows; "
+                           "make them equal (Microsoft Learn, tempdb database)")
+    schedulers, sched_how = evidence.schedulers(snap)
+    settings["schedulers"] = (schedulers, sched_how)
+    version, version_how = version_of(snap.setting("version"))
+    if version is None:
+        version = setup["version"]
+        settings["version"] = (version, f"{MISSING}{version_how}, so {version!r}")
+    else:
+        settings["version"] = (version, version_how)
+    if version == "2014":
+        caveats.append("SQL Server before 2016: trace flag 1118 (uniform extents for every object) is assumed off, "
+                       "as it is by default; a capture cannot tell (DBCC TRACESTATUS(1118) would), and with it on "
+                       "the SGAM waits would be GAM waits")
+    metadata, metadata_how = _metadata_setting(snap, version)
+    settings["metadata"] = (metadata, metadata_how)
+    behaviour = VERSIONS[version]
+
+    created = snap.get("counter", TEMP_TABLES_CREATED)
+    if not created > 0:
+        raise FitError(f"the capture has no {TEMP_TABLES_CREATED} counter above 0 (SQLServer:General Statistics): "
+                       "the fit needs the temporary objects created per second (capture with the script, which "
+                       "reads it)")
+    objects_per_s = created / snap.interval_s
+    assumed["cached_share"] = (f"{TEMP_TABLES_CREATED} counts creations only, so the fit's objects are the "
+                               "creations and none is a cached one: a cached reuse latches nothing the model counts "
+                               "when an object has one page (it keeps that page and writes no system-table row)",
+                               "Batch Requests/sec of the temporary-object workload alone against its creations")
+    waits, shares, page_per_s = page_moments(snap)
+    if sum(shares.values()) <= 0:
+        raise FitError("the capture has no page rows on tempdb's pages: the fit needs the page latch waiters "
+                       "sampled during the capture (the script's page rows, sys.dm_os_waiting_tasks once a second)")
+    tempdb_share = sum(shares.values())
+    unexpected = []
+    if behaviour.pfs_mode == SH and shares["PFS"] >= UNEXPECTED_SHARE * tempdb_share:
+        unexpected.append(f"{shares['PFS'] / tempdb_share:.0%} of tempdb's waiters were on PFS pages, which SQL "
+                          "Server 2019 and later update under a shared latch")
+    if behaviour.gam_mode == SH and shares["GAM"] >= UNEXPECTED_SHARE * tempdb_share:
+        unexpected.append(f"{shares['GAM'] / tempdb_share:.0%} of tempdb's waiters were on GAM or SGAM pages, which "
+                          "SQL Server 2022 updates under a shared latch")
+    if metadata == "memory-optimized" and shares["metadata"] >= UNEXPECTED_SHARE * tempdb_share:
+        unexpected.append(f"{shares['metadata'] / tempdb_share:.0%} of tempdb's waiters were on its system-table "
+                          "pages, which memory-optimized metadata does not latch")
+    if unexpected:
+        raise FitError("; ".join(unexpected) + f": the model of a {version} server"
+                       + (" with memory-optimized metadata" if metadata == "memory-optimized" else "")
+                       + " has no such waits, so the capture contradicts it. Check the version setting and "
+                         "SERVERPROPERTY('IsTempdbMetadataMemoryOptimized'), that tempdb's data files are of equal "
+                         "size, and which objects wait there (sys.dm_os_waiting_tasks' resource_description with "
+                         "sys.dm_db_page_info)")
+    exclusive = {"metadata": metadata == "latched", "PFS": behaviour.pfs_mode != SH,
+                 "GAM": behaviour.gam_mode != SH}
+    holds = tuple(HOLD_OF[k] for k in HOLD_OF if exclusive[k] and shares[k] >= MIN_KIND_SHARE * tempdb_share)
+    few: dict[str, float] = {}
+    for kind, hold in HOLD_OF.items():
+        if hold in holds:
+            continue
+        band = next(b for b in BANDS if b.param == hold)
+        what = "a system-table write" if kind == "metadata" else f"a {kind} update"
+        if exclusive[kind]:
+            # Few waiters on pages the version latches exclusively: the hold is short enough to make few waits,
+            # which bounds it from above and tells no more.  The band's low end agrees with them (the model's
+            # default may make more waits than the capture shows, a model the capture contradicts); a value the
+            # caller assumes (assume=, or a band's end) is taken as given, where it differs from the default.
+            given = setup[hold] != PARAMS_BY_NAME[hold].default
+            few[hold] = setup[hold] if given else band.low
+            settings[hold] = (few[hold], f"{MISSING}{what}'s hold: {shares[kind] / tempdb_share:.1%} of tempdb's "
+                                         f"sampled waiters were on those pages (under {MIN_KIND_SHARE:.0%}), which "
+                                         "bounds the hold from above and tells no more, so "
+                                         + ("the value assumed" if given else "the band's low end") +
+                                         f" is taken ({band.measure} would tell)")
+            continue
+        why = ("the system tables are memory-optimized, so no latch is waited for" if kind == "metadata" else
+               f"SQL Server {version} updates those pages under a shared latch, so no update waits for another")
+        assumed[hold] = (f"the hold of {what}: {why}, which tells nothing of it", band.measure)
+    left = sum(waits[k] for k in HOLD_OF if HOLD_OF[k] not in holds)
+    if left > 0:
+        caveats.append(f"{left:,.1f} ms/s of tempdb page latch waits on pages this version latches shared (or "
+                       "memory-optimized metadata does not latch) are left out of the fit")
+
+    evidence_lines = [f"{created:,.0f} temporary objects created ({TEMP_TABLES_CREATED}) in {snap.interval_s:g} s: "
+                      f"{objects_per_s:,.0f} a second",
+                      f"the instance's page latch waits were {page_per_s:,.1f} ms per second; by the page rows' shares "
+                      "(Little's law: waiters sampled once a second) tempdb's were "
+                      + ", ".join(f"{k} {waits[k]:,.1f}" for k in HOLD_OF) + " ms per second"]
+    for name, label in ((ACTIVE_TEMP_TABLES, "active temporary tables at the second read"),
+                        (TEMP_TABLES_FOR_DESTRUCTION, "temporary tables waiting to be destroyed (deferred drop, "
+                                                      "whose pages the cleanup thread frees later: the model frees "
+                                                      "them at the drop)")):
+        if snap.has("counter", name):
+            evidence_lines.append(f"{snap.get('counter', name):,.0f} {label} ({name})")
+    versions = snap.get("counter", VERSION_KB)
+    if versions > 0 or snap.get("counter", VERSION_STORE_KB) > 0:
+        evidence_lines.append(
+            f"the version store also lives in tempdb: {versions / snap.interval_s:,.0f} KB/s generated, "
+            f"{snap.get('counter', VERSION_CLEANUP_KB) / snap.interval_s:,.0f} KB/s cleaned up, "
+            f"{snap.get('counter', VERSION_STORE_KB):,.0f} KB held at the second read; its pages come from the same "
+            "allocation pages, and the model charges their allocations to the temporary objects")
+    caveats = evidence_lines + caveats + [
+        "the page rows are samples: their shares carry a sampling error the ranges (refits of the model's exact "
+        "page counts) leave out; a longer capture narrows it"]
+
+    fitted: dict[str, tuple[float, str, str]] = {}
+    bounds: dict = {}
+    obs = evidence.latch_obs(snap, "BUFFER", "PAGELATCH")
+    shared = evidence.shared_schedulers(sessions, schedulers)
+    evidence.handoff(fitted, assumed, obs, setup["context_switch_us"], shared,
+                     queued_us=evidence.runnable_delay_us(snap)[0], bounds=bounds)
+    wakeup = fitted["wakeup_us"][0] if "wakeup_us" in fitted else setup["wakeup_us"]
+    model = dict(setup, **few, sessions=sessions, files=int(files), schedulers=schedulers, version=version,
+                 metadata=metadata, cached_share=0.0, wakeup_us=max(wakeup, PARAMS_BY_NAME["wakeup_us"].low))
+    busy = min(sessions, schedulers)
+    model["cpu_per_object_us"] = min(max(0.8 * busy / objects_per_s * 1e6, 1.0), 1e6)
+    found, note = calibrate(model, objects_per_s, waits, holds)
+    fitted["cpu_per_object_us"] = (found["cpu_per_object_us"], "us",
+                                   f"the CPU per batch at which the model with these holds makes {objects_per_s:,.0f} "
+                                   f"objects/s ({note})")
+    what = {"metadata_us": "a system-table write (each creation and drop) holds the system-table page",
+            "pfs_us": "a page's update holds its file's PFS page", "gam_us": "an extent's (or mixed page's) update "
+                                                                             "holds its file's GAM (or SGAM) page"}
+    for hold in holds:
+        kind = next(k for k, h in HOLD_OF.items() if h == hold)
+        fitted[hold] = (found[hold], "us", f"{what[hold]}: the hold at which the model gives the capture's "
+                                           f"{waits[kind]:,.1f} ms/s of {kind} page latch waits ({note})")
+    assumed["pages_per_object"] = (f"data pages each temporary object fills ({setup['pages_per_object']} assumed)",
+                                   next(b.measure for b in BANDS if b.param == "pages_per_object"))
+    assumed["metadata_cpu_us"] = ("CPU of a system-table write outside the latch, which a capture does not split "
+                                  "from the batch's CPU", "the same workload's CPU with memory-optimized metadata")
+    assumed["think_us"] = ("time off the scheduler between batches (a client's round trip): the sessions are "
+                           "assumed to loop, as a load tool does", "sys.dm_exec_sessions' last_request_end_time "
+                           "against the next start, sampled")
+    assumed["hold_dist"] = ("the holds' spread (fixed assumed)", "a latch hold-time trace")
+    return evidence.Point(fitted, settings, assumed, objects_per_s, bounds=bounds,
+                          caveats=caveats)
 
 
 def claims(clue: Any) -> list[str] | None:
-    """Page latch waits mostly on tempdb's pages (being written: the diagnosis still refuses them first)."""
+    """PAGELATCH waits whose sampled waiters are at least half on tempdb's pages: allocation pages (PFS, GAM,
+    SGAM) and its system tables' pages (metadata) alike."""
+    from models.fitting import evidence
+
+    if clue.family == "PAGELATCH" and evidence.tempdb_share(clue.snap) >= 0.5:
+        return evidence.tempdb_pages_seen(clue.snap)
     return None
 
 
 def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
-    """A capture's extra rows (being written)."""
-    return []
+    """What a server counts over the run: each batch is a request and a transaction and creates one temporary
+    object unless it reuses a cached one (Temp Tables Creation Rate counts creations only); the page rows are
+    the mean waiters a sample once a second would see on each page (Little's law: wait ms / 1000 a second);
+    no temporary table waits for deferred destruction and no version is kept (the model has neither); tempdb's
+    files (of equal size), metadata setting and version as the capture script prints them.  Active Temp Tables
+    is left out: it is the instance's, and the model does not say how many objects other work holds."""
+    from models.fitting.snapshot import (
+        BATCHES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TRANSACTIONS, VERSION_CLEANUP_KB, VERSION_KB,
+        VERSION_STORE_KB,
+    )
+
+    units = float(result.extra.get("units", 0))
+    share = float(Fraction(values["cached_share"]).limit_denominator(CACHE_BLOCK))
+    rows = [{"source": "counter", "name": BATCHES, "count": units},
+            {"source": "counter", "name": TRANSACTIONS, "count": units},
+            {"source": "counter", "name": VERSION_KB, "count": 0.0},
+            {"source": "counter", "name": TEMP_TABLES_CREATED, "count": units * (1.0 - share)},
+            {"source": "counter", "name": TEMP_TABLES_FOR_DESTRUCTION, "count": 0.0},
+            {"source": "counter", "name": VERSION_STORE_KB, "count": 0.0},
+            {"source": "counter", "name": VERSION_CLEANUP_KB, "count": 0.0}]
+    rows += [{"source": "page", "name": page, "count": round(ms / 1000.0, 3)}
+             for page, (_, ms) in sorted(result.extra.get("page_waits", {}).items())]
+    rows += [{"source": "file_size", "name": f"2:{1 if f == 0 else f + 2}:ROWS", "count": float(FILE_MB)}
+             for f in range(values["files"])]
+    rows += [{"source": "setting", "name": "tempdb_data_files", "value": values["files"]},
+             {"source": "setting", "name": "version", "value": VERSION_STRINGS[values["version"]]}]
+    if VERSIONS[values["version"]].memory_optimized_ok:  # SERVERPROPERTY gives NULL before 2019: no row
+        rows.append({"source": "setting", "name": "tempdb_metadata_memory_optimized",
+                     "value": int(values["metadata"] == "memory-optimized")})
+    return rows
 
 
 def size_run(values: dict[str, Any], visits: int, seconds: float) -> dict[str, Any]:
-    """A measurement window as long as the run should be."""
-    return {"window_ms": min(seconds * 1000.0, 100_000.0)}
+    """A measurement window as long as the run should be (within the objects a run may hold)."""
+    return {"window_ms": _window_ms(values, seconds * 1000.0)}
 
+
+def next_files(fitted: dict[str, Any]) -> int:
+    """The guidance's next step: one file per scheduler up to 8, then 4 more at a time (Microsoft Learn)."""
+    goal = min(int(fitted["schedulers"]), 8)
+    return min(goal if fitted["files"] < goal else fitted["files"] + 4, PARAMS_BY_NAME["files"].high)
+
+
+def _memory_optimized_unless(fitted: dict[str, Any]) -> str:
+    if fitted["metadata"] == "memory-optimized":
+        return "tempdb's metadata is memory-optimized already"
+    if not VERSIONS[fitted["version"]].memory_optimized_ok:
+        return (f"memory-optimized tempdb metadata needs SQL Server 2019 or later (this server behaves as "
+                f"{fitted['version']}): see version-2022")
+    return ""
+
+
+CHANGES = (
+    Change(name="files", what="more tempdb data files (the guidance's next step)", value="the data files",
+           param="files", sets=lambda fitted, given: {"files": int(given) if given is not None else next_files(fitted)},
+           leaves_out="files of equal size, grown together: proportional fill sends more allocations to a file with "
+                      "more free space, which the model's round robin leaves out; and the files' I/O"),
+    Change(name="memory-optimized-metadata", what="memory-optimized tempdb metadata (SQL Server 2019 and later)",
+           value="", sets=lambda fitted, given: {"metadata": "memory-optimized"}, unless=_memory_optimized_unless,
+           leaves_out="turning it on needs a restart; with it on, one transaction cannot use memory-optimized tables "
+                      "in a user database and tempdb's system tables both, and temporary tables take no columnstore "
+                      "index (Microsoft Learn, tempdb database); the memory the system tables then take"),
+    Change(name="version-2022", what="SQL Server 2022: GAM and SGAM updated under a shared latch", value="",
+           sets=lambda fitted, given: {"version": "2022"},
+           unless=lambda fitted: "the server is on SQL Server 2022 already" if fitted["version"] == "2022" else "",
+           leaves_out="an upgrade changes more than the allocation pages (the optimizer, other features), none of "
+                      "which the model has; the fitted holds and CPU are kept"),
+    Change(name="cache-temp-objects", what="temporary objects cached (90% of batches reuse one)",
+           value="the share of batches that reuse a cached object", param="cached_share",
+           sets=lambda fitted, given: {"cached_share": float(given) if given is not None else 0.9},
+           leaves_out="caching needs the object created in a stored procedure, trigger or function, with no named "
+                      "constraints, no DDL after it is created (CREATE INDEX, ALTER TABLE) and a size below about "
+                      "8 MB; rewriting the code to meet them"),
+)
+
+BANDS = (
+    Band(param="sessions", low=SESSIONS_BAND[0], high=SESSIONS_BAND[1], relative=True,
+         what="how many of the instance's user sessions create temporary objects (every database's sessions use "
+              f"tempdb; up to {1 - SESSIONS_BAND[0]:.0%} of them may do no temporary-object work, which no counter "
+              "tells apart)",
+         measure="sys.dm_db_session_space_usage sampled during the capture (sessions whose "
+                 "user_objects_alloc_page_count grows)"),
+    Band(param="pages_per_object", low=1, high=8, what="the data pages each temporary object fills",
+         measure="sys.dm_db_session_space_usage's user_objects_alloc_page_count over the creations, or the "
+                 "temporary table's pages (sys.dm_db_partition_stats in tempdb)"),
+    Band(param="pfs_us", low=ALLOCATION_BAND_US[0], high=ALLOCATION_BAND_US[1],
+         what="a PFS page update's hold (no source measures it)", measure="a latch hold-time trace"),
+    Band(param="gam_us", low=ALLOCATION_BAND_US[0], high=ALLOCATION_BAND_US[1],
+         what="a GAM or SGAM page update's hold (no source measures it)", measure="a latch hold-time trace"),
+    Band(param="metadata_us", low=METADATA_BAND_US[0], high=METADATA_BAND_US[1],
+         what="a system-table write's hold under the page latch (no source measures it)",
+         measure="a capture while the system tables are latched and waited on (waiters on 2:1:118)"),
+)
+
+PARAMS_BY_NAME = {p.name: p for p in PARAMS}
 
 SCENARIO = Scenario(
     name="tempdb", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
@@ -386,7 +820,13 @@ SCENARIO = Scenario(
     reported_waits=("PAGELATCH",),
     capture=Capture(session_param="sessions", rows=capture_rows),
     diagnosis=DiagnosisRule(label="tempdb allocation and metadata contention",
-                            looks_like="PAGELATCH_UP or _EX, most waiters on tempdb's pages", rank=1, claims=claims),
+                            looks_like="PAGELATCH_UP or _EX, at least half the sampled waiters on tempdb's pages "
+                                       "(PFS, GAM, SGAM or its system tables')", rank=1, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("window_ms",),
-    changes=(),
+    changes=CHANGES,
+    bands=BANDS[:1] + (wakeup_band(*WAKEUP_BAND_US),) + BANDS[1:],
+    # One page per object: the band's low end, which the capture's counts hold one way only (more pages make more
+    # latch acquires, waits and switches than one, never fewer), where the chapter's eight would be contradicted by
+    # a server whose objects fill one page.
+    fit_defaults=(("pages_per_object", 1),),
 )

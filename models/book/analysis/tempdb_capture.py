@@ -1,0 +1,68 @@
+"""A tempdb capture's full round trip, for the tempdb chapter's "on your server" section (issue 45).
+
+:func:`round_trip` makes a capture of the tempdb model at given values (the snapshot the capture script would
+print of a server running it), fits it as a DBA's capture is fitted (diagnosis, estimates with ranges and bands)
+and runs every what-if (files, memory-optimized metadata, SQL Server 2022, cached temporary objects), and returns
+the tables a chapter shows.  Every run is seeded, so the same values give the same tables.
+
+    from models.book.analysis import tempdb_capture
+    trip = tempdb_capture.round_trip()          # ROUND_TRIP: a metadata-bound 2019 server
+    trip.params, trip.whatifs                   # what the fit found, and what each change would buy
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from models.fitting import fit as fitting
+from models.fitting import whatif
+from models.fitting.capture import from_model
+from models.fitting.snapshot import Snapshot
+
+# The values of the chapter's round trip: a SQL Server 2019 server with 8 tempdb data files and its system
+# tables on pages, 64 sessions on 16 schedulers creating a one-page temporary table a batch (every physics
+# parameter given, so that a change of the scenario's defaults leaves it as it is).  Illustrative, not a source's.
+ROUND_TRIP: dict[str, Any] = dict(
+    version="2019", metadata="latched", files=8, sessions=64, schedulers=16, cached_share=0.0, pages_per_object=1,
+    cpu_per_object_us=500.0, think_us=0.0, pfs_us=10.0, gam_us=5.0, metadata_us=25.0, hold_dist="fixed",
+    metadata_cpu_us=0.0, metadata_pages=1, window_ms=3_000.0, quantum_ms=4.0, policy="unfair",
+    context_switch_us=2.0, wakeup_us=7.7, seed=45)
+WINDOW = {"start_s": 0.3, "interval_s": 2.0}  # the capture's two reads, after the model's warm-up
+
+
+@dataclass
+class RoundTrip:
+    """One round trip: the capture, its fit, and the tables a chapter shows."""
+
+    values: dict[str, Any]     # the model's values the capture was made at (the truth)
+    snapshot: Snapshot         # the capture, as the script would print it
+    fit: fitting.Fit           # the fit of the capture (diagnosis, estimates, ranges, bands)
+    params: pd.DataFrame       # parameter, basis, estimate, low, high, band_low, band_high, true
+    whatifs: pd.DataFrame      # whatif.table: now, then each change with its range, bands and verdict
+
+
+def params_table(f: fitting.Fit, values: dict[str, Any]) -> pd.DataFrame:
+    """The fit's parameters beside the values the capture was made at (fitted first, then read, then assumed)."""
+    order = {"fitted": 0, "read": 1, "assumed": 2}
+    rows = [{"parameter": name, "basis": e.basis, "estimate": e.estimate, "low": e.low, "high": e.high,
+             "band_low": e.band_low, "band_high": e.band_high, "unit": e.unit, "true": values.get(name)}
+            for name, e in f.params.items()]
+    return pd.DataFrame(rows).sort_values("basis", key=lambda b: b.map(order), kind="stable").reset_index(drop=True)
+
+
+def round_trip(values: dict[str, Any] | None = None, *, start_s: float = WINDOW["start_s"],
+               interval_s: float = WINDOW["interval_s"], replicates: int = fitting.REPLICATES) -> RoundTrip:
+    """Capture the tempdb model at ``values`` (ROUND_TRIP's by default, overridden by any given), fit the capture
+    and run every what-if.  A capture the fit refuses comes back with its refusal (``fit.refusal``) and no
+    what-if rows."""
+    values = dict(ROUND_TRIP, **(values or {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        snap = from_model("tempdb", values, start_s=start_s, interval_s=interval_s)
+        f = fitting.answer(snap, replicates=replicates)
+        table = whatif.table(f, snap) if f.params else pd.DataFrame([])
+    return RoundTrip(values, snap, f, params_table(f, values), table)
