@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "captures"
 CORPUS = sorted(CAPTURES.glob("*.csv"))  # the generated corpus (published/ holds other captures)
 LABELS = {"PAGELATCH", "APPEND_ONLY_STORAGE_INSERT_POINT", "NESTING_TRANSACTION_FULL", "RESOURCE_SEMAPHORE",
-          "MEMORY_ALLOCATION_EXT", "LATCH_EX"}
+          "MEMORY_ALLOCATION_EXT", "LATCH_EX", "tempdb allocation and metadata contention"}
 NAMES = {ev.NOT_A_LATCH, ev.HEALTHY, ev.LOG_WRITES, ev.PARALLELISM, ev.PAGE_READS, ev.LOCK_WAITS, ev.OTHER_WAIT,
          ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.ALLOCATION_PAGES, ev.UNPLACED_ALLOCATION, ev.GRANT_QUEUE} | LABELS
 SIDECAR_KEYS = {"title", "source", "command", "diagnosis", "scenario", "fit", "truth", "background", "names", "notes"}
@@ -139,8 +139,8 @@ def test_the_corpus_has_the_captures_asked_for():
     by_scenario = pd.Series([t["scenario"] for t in truths.values()]).value_counts(dropna=False)
     assert by_scenario.get("last-page-insert", 0) >= 4 and by_scenario.get("version-store", 0) >= 3
     assert by_scenario.get("cci-insert", 0) >= 1 and by_scenario.get("parallel-insert", 0) >= 1
-    wanted = {ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.LOG_WRITES, ev.PARALLELISM, ev.PAGE_READS, ev.LOCK_WAITS,
-              ev.GRANT_QUEUE, ev.HEALTHY}
+    wanted = {ev.LOG_WRITES, ev.PARALLELISM, ev.PAGE_READS, ev.LOCK_WAITS, ev.GRANT_QUEUE, ev.HEALTHY}
+    assert by_scenario.get("tempdb", 0) >= 2  # tempdb captures are the model's since issue 45
     server_only_names = {name for t in truths.values() if t["truth"] is None for name in t["diagnosis"]}
     assert wanted <= server_only_names
     assert sum(name.startswith("mixed_") for name in names) >= 2
@@ -184,7 +184,7 @@ def test_the_corpus_is_what_the_script_writes():
 def test_server_only_captures_put_the_wait_asked_for_on_top():
     script = _script()
     servers = [c for c in script.corpus() if isinstance(c.source, script.Server)]
-    assert len(servers) >= 8
+    assert len(servers) >= 7  # the two tempdb ones are the tempdb model's since issue 45
     for capture in servers:
         snap = script.snapshot_of(capture)
         assert top_ranked_wait(snap) == capture.top_wait, capture.name

@@ -129,7 +129,7 @@ def test_writelog_and_tempdb_answers_point_somewhere():
     assert any("io_stall_write_ms" in line for line in log.advice) and any("DELAYED_DURABILITY" in a for a in log.advice)
     tempdb = answered(CAPTURES / "tempdb_allocation.csv").diagnosis
     assert any("4 data file(s) on 32 schedulers" in a for a in tempdb.advice)
-    assert any("PFS pages, which SQL Server 2019 and later update concurrently" in a for a in tempdb.advice)
+    assert any("neither concurrent PFS updates nor memory-optimized tempdb metadata" in a for a in tempdb.advice)
     pfs = next(line for line in tempdb.evidence if "PFS pages" in line)
     assert "the single page with the most was" in pfs  # not "most on 2:1:1" for a page with a fifth of them
 

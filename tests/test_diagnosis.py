@@ -72,7 +72,7 @@ def grant_queue(version: str, rows: list[str] = ()) -> str:
 def test_tempdb_metadata_waits_with_one_user_index_are_named_not_fitted_as_a_hot_page():
     for database in ({}, {"database": "shop", "database_id": 5}):  # a capture with and without its context
         d = fitting.diagnose(parse(tempdb_metadata(database)))
-        assert d.scenario is None and d.name == evidence.TEMPDB_METADATA, d
+        assert d.scenario == "tempdb", d  # the tempdb model's since issue 45, never the hot page
         assert any("2:1:118" in line for line in d.evidence)
         assert any("memory-optimized tempdb metadata" in line for line in d.evidence + d.advice)
 
@@ -169,16 +169,19 @@ def test_allocation_pages_repeat_at_their_intervals(page, kind):
     assert evidence.allocation_page(page) == kind
 
 
+TEMPDB_LABEL = "tempdb allocation and metadata contention"
+
+
 @pytest.mark.parametrize("pages, name", [
-    (["page,2:1:1,30,,,,,,", "page,2:3:1,20,,,,,,"], evidence.TEMPDB_ALLOCATION),
-    (["page,2:4:511233,30,,,,,,"], evidence.TEMPDB_ALLOCATION),
+    (["page,2:1:1,30,,,,,,", "page,2:3:1,20,,,,,,"], TEMPDB_LABEL),
+    (["page,2:4:511233,30,,,,,,"], TEMPDB_LABEL),
     (["page,5:1:8088,30,,,,,,", "page,5:1:4000,2,,,,,,"], evidence.ALLOCATION_PAGES),
 ])
 def test_allocation_contention_is_named(pages, name):
     snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
                          PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,", *pages]))
     d = fitting.diagnose(snap)
-    assert d.scenario is None and d.name == name
+    assert d.name == name and d.scenario == ("tempdb" if name == TEMPDB_LABEL else None)
 
 
 def test_page_latch_up_on_top_without_page_rows_is_allocation_contention():
@@ -361,7 +364,7 @@ def test_the_capture_script_prints_the_runnable_tasks_and_tempdbs_data_files_as_
     assert [printed[k] for k in sorted(printed)] == [
         "interval_s", "schedulers", "maxdop", "sessions", "database_sessions", "database_cpu_ms", "request_dop",
         "max_server_memory_mb", "version", "database", "database_id", "sql_memory_model", "runnable_tasks",
-        "tempdb_data_files", "page_samples"]
+        "tempdb_data_files", "tempdb_metadata_memory_optimized", "page_samples"]
     assert list(SETTINGS) == [printed[k] for k in sorted(printed)]  # the format's order is the script's
     assert set(printed.values()) <= set(SETTINGS) and "runnable_tasks" in FLOAT_SETTINGS
     # runnable_tasks: sampled in the same once-a-second loop as the page rows, over the visible online schedulers
@@ -415,9 +418,11 @@ def test_the_capture_script_prints_the_file_io_and_index_update_rows():
     groups = {source: int(g) for source, g in re.findall(r"WHEN '(\w+)' THEN (\d+)", case)}
     groups["xevent"] = int(re.search(r"SELECT (\d+), ROW_NUMBER\(\) OVER \(ORDER BY x.count DESC", sql).group(1))
     groups["page"] = int(re.search(r"SELECT TOP \(20\) (\d+), ROW_NUMBER\(\)", sql).group(1))
+    groups["file_size"] = int(re.search(r"SELECT (\d+), ROW_NUMBER\(\) OVER \(ORDER BY df.file_id\), 'file_size'",
+                                        sql).group(1))
     assert sorted(groups, key=groups.get) == [
         "latch", "wait", "spinlock", "xevent", "scheduler", "counter", "index", "index_tree", "index_insert",
-        "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page"]
+        "index_update", "index_allocation", "semaphore", "file_write", "file_read", "page", "file_size"]
     assert len(set(groups.values())) == len(groups) and set(groups) == set(SOURCES) - {"setting"}
     # The file types' table is dropped wherever the others are, and the rows left out for want of a type are said.
     assert sql.count("DROP TABLE IF EXISTS #snap, #delta, #xevent, #pages, #files, #cpu, #out;") == 3

@@ -12,14 +12,19 @@ WHAT IT DOES
 
         setting    interval_s, schedulers, maxdop, sessions, database_sessions, database_cpu_ms,
                    request_dop, max_server_memory_mb, version, database, database_id, sql_memory_model,
-                   runnable_tasks, tempdb_data_files, page_samples
+                   runnable_tasks, tempdb_data_files, tempdb_metadata_memory_optimized, page_samples
         latch      sys.dm_os_latch_stats
         wait       sys.dm_os_wait_stats
         spinlock   sys.dm_os_spinlock_stats
         xevent     latch_acquired events of one latch class (only with @xevents = 1)
         scheduler  sys.dm_os_schedulers, every visible online scheduler
         counter    Batch Requests/sec, Transactions/sec (of @database), Version Generation rate (KB/s),
-                   Total Rowgroups Compressed, Delta Rowgroups Created (SQLServer:Columnstore)
+                   Total Rowgroups Compressed, Delta Rowgroups Created (SQLServer:Columnstore),
+                   Temp Tables Creation Rate, Temp Tables For Destruction, Active Temp Tables
+                   (SQLServer:General Statistics), Version Store Size (KB), Version Cleanup
+                   rate (KB/s) (SQLServer:Transactions); the point-in-time ones (Temp Tables For
+                   Destruction, Active Temp Tables, Version Store Size (KB)) as the second read
+                   found them, the others their increase
         semaphore  sys.dm_exec_query_resource_semaphores: forced_grant_count, timeout_error_count
         index      sys.dm_db_index_operational_stats of @database, as schema.table.index:
                    page_latch_wait_count and _in_ms; index_tree: tree_page_latch_wait_count and
@@ -31,12 +36,17 @@ WHAT IT DOES
                    io_stall_write_ms; file_read: num_of_reads and io_stall_read_ms
         page       sys.dm_os_waiting_tasks: page latch waiters seen once a second from the first
                    read to the second (page_samples samples in all), by page
+        file_size  tempdb.sys.database_files: each tempdb data file's size in MB at the second
+                   read, as 2:file_id:ROWS (the current size; sys.master_files holds the size
+                   tempdb is created at on a restart)
 
     runnable_tasks is the mean, over those same page_samples samples, of
     runnable_tasks_count summed over the visible online schedulers
     (sys.dm_os_schedulers): the workers waiting for a CPU.  tempdb_data_files
     is the count of tempdb's data files (sys.master_files, database 2, ROWS),
-    read once before the first read.  database_sessions counts the sessions
+    read once before the first read.  tempdb_metadata_memory_optimized is
+    SERVERPROPERTY('IsTempdbMetadataMemoryOptimized'), 1 or 0, left out
+    before SQL Server 2019 (where it is NULL).  database_sessions counts the sessions
     among `sessions` whose current database is @database, and
     database_cpu_ms is the CPU those sessions used between the reads
     (sys.dm_exec_sessions cpu_time): the workload apart from the rest of the
@@ -245,7 +255,7 @@ CREATE TABLE #xevent (
 -- The output, in order: grp (0 header, 1 settings, 2 latch, 3 wait, 4 spinlock,
 -- 5 xevent, 6 scheduler, 7 counter, 8 index, 9 index_tree, 10 index_insert,
 -- 11 index_update, 12 index_allocation, 13 semaphore, 14 file_write, 15 file_read,
--- 16 page), then k within the group.  A row with raw set is printed as it is
+-- 16 page, 17 file_size), then k within the group.  A row with raw set is printed as it is
 -- (the header line, a # comment line).
 CREATE TABLE #out (
     grp            tinyint        NOT NULL,
@@ -481,14 +491,22 @@ WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = @database_id A
         -- largest of several: Transactions/sec from @database; the
         -- Columnstore ones from @database where the object has an instance
         -- for it, else from _Total (or the object's only, unnamed instance);
-        -- the other two from their object's single instance.
+        -- the others from their object's single instance.  Temp Tables Creation Rate is cumulative like
+        -- the per-second counters (it counts creations, not a cached object's reuse); Temp Tables For
+        -- Destruction, Active Temp Tables and Version Store Size (KB) are point-in-time values, which the
+        -- differences below take as the second read found them.
         INSERT INTO #snap (snap, source, name, count)
         SELECT @snap, 'counter', c.counter_name, p.cntr_value
         FROM (VALUES (N'Batch Requests/sec',             N'%SQL Statistics%', CAST(NULL AS sysname), 0),
                      (N'Transactions/sec',               N'%:Databases%',     @database,             0),
                      (N'Version Generation rate (KB/s)', N'%:Transactions%',  CAST(NULL AS sysname), 0),
                      (N'Total Rowgroups Compressed',     N'%:Columnstore%',   CAST(NULL AS sysname), 1),
-                     (N'Delta Rowgroups Created',        N'%:Columnstore%',   CAST(NULL AS sysname), 1)
+                     (N'Delta Rowgroups Created',        N'%:Columnstore%',   CAST(NULL AS sysname), 1),
+                     (N'Temp Tables Creation Rate',      N'%:General Statistics%', CAST(NULL AS sysname), 0),
+                     (N'Temp Tables For Destruction',    N'%:General Statistics%', CAST(NULL AS sysname), 0),
+                     (N'Active Temp Tables',             N'%:General Statistics%', CAST(NULL AS sysname), 0),
+                     (N'Version Store Size (KB)',        N'%:Transactions%',  CAST(NULL AS sysname), 0),
+                     (N'Version Cleanup rate (KB/s)',    N'%:Transactions%',  CAST(NULL AS sysname), 0)
              ) AS c (counter_name, object_pattern, instance_name, database_or_total)
         OUTER APPLY (SELECT TOP (1) pc.cntr_value
                      FROM sys.dm_os_performance_counters AS pc
@@ -595,10 +613,12 @@ WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = @database_id A
     ---------------------------------------------------------------------------
     -- The differences.  Negative ones are kept: they mean a restart or a
     -- DBCC SQLPERF clear came between the snapshots, and the fit says so.
-    -- Three counters are treated apart, as they go down for other reasons:
+    -- Some counters are treated apart, as they go down for other reasons:
     --   * context_switches_count (scheduler) and backoffs (spinlock) are int
     --     columns that wrap past 2,147,483,647 to negative numbers: a wrap
     --     (first >= 0, second < 0) is undone by adding 2^32;
+    --   * three performance counters are point-in-time values, not running
+    --     totals: the second read is kept as it is;
     --   * an index's counters restart when its metadata leaves the cache, and
     --     a database file's when its database is brought online again (after
     --     being taken offline, or closed by AUTO_CLOSE): if they went down,
@@ -609,6 +629,9 @@ WHERE NOT EXISTS (SELECT 1 FROM #files AS f WHERE f.database_id = @database_id A
     SELECT b.source, b.name, b.object_id, b.index_id,
            CASE WHEN b.source = 'scheduler' AND d.count < 0 AND b.count < 0 AND a.count >= 0
                     THEN d.count + CAST(4294967296 AS bigint)
+                WHEN b.source = 'counter' AND b.name IN (N'Temp Tables For Destruction', N'Active Temp Tables',
+                                                         N'Version Store Size (KB)')
+                    THEN b.count                 -- point in time: the second read, not a difference
                 WHEN (b.source LIKE 'index%' OR b.source IN ('file_write', 'file_read'))
                      AND (d.count < 0 OR d.time_ms < 0)
                     THEN b.count
@@ -699,6 +722,8 @@ WHERE d.source LIKE ''index%'';';
         CONVERT(nvarchar(20), CONVERT(decimal(12, 3), @runnable / (1.0 * NULLIF(@page_samples, 0))));
     DECLARE @tempdb_files int =
         (SELECT COUNT(*) FROM #files WHERE database_id = 2 AND type_desc = N'ROWS');
+    -- 1 when tempdb's system tables are memory-optimized, 0 when not; NULL (no row) before SQL Server 2019.
+    DECLARE @tempdb_metadata sql_variant = SERVERPROPERTY(N'IsTempdbMetadataMemoryOptimized');
     -- @@VERSION's first line, commas made spaces (the row is still quoted if it needs it).
     DECLARE @version nvarchar(400) =
         LTRIM(RTRIM(REPLACE(REPLACE(REPLACE(
@@ -717,7 +742,7 @@ WHERE d.source LIKE ''index%'';';
            (1, 9, 'setting', N'version',              @version),
            (1, 10, 'setting', N'database',             @database),
            (1, 11, 'setting', N'database_id',          CONVERT(nvarchar(20), @database_id)),
-           (1, 15, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
+           (1, 16, 'setting', N'page_samples',        CONVERT(nvarchar(20), @page_samples));
 
     IF @memory_model IS NOT NULL
         INSERT INTO #out (grp, k, source, name, value)
@@ -730,6 +755,10 @@ WHERE d.source LIKE ''index%'';';
     IF @tempdb_files > 0
         INSERT INTO #out (grp, k, source, name, value)
         VALUES (1, 14, 'setting', N'tempdb_data_files', CONVERT(nvarchar(20), @tempdb_files));
+
+    IF @tempdb_metadata IS NOT NULL
+        INSERT INTO #out (grp, k, source, name, value)
+        VALUES (1, 15, 'setting', N'tempdb_metadata_memory_optimized', CONVERT(nvarchar(20), CONVERT(int, @tempdb_metadata)));
 
     -- Latch, wait, spinlock, scheduler, counter, semaphore, index and file rows:
     -- those that moved (count or time different from zero, or for a spinlock
@@ -744,7 +773,12 @@ WHERE d.source LIKE ''index%'';';
                                                              WHEN N'Transactions/sec'               THEN 2
                                                              WHEN N'Version Generation rate (KB/s)' THEN 3
                                                              WHEN N'Total Rowgroups Compressed'     THEN 4
-                                                             ELSE 5 END END,
+                                                             WHEN N'Delta Rowgroups Created'        THEN 5
+                                                             WHEN N'Temp Tables Creation Rate'      THEN 6
+                                                             WHEN N'Temp Tables For Destruction'    THEN 7
+                                                             WHEN N'Active Temp Tables'             THEN 8
+                                                             WHEN N'Version Store Size (KB)'        THEN 9
+                                                             ELSE 10 END END,
                                        CASE WHEN d.source = 'semaphore' THEN d.name END,
                                        d.time_ms DESC, d.count DESC, d.name),
            d.source, d.name, d.count, d.time_ms, d.max_time_ms, d.signal_time_ms, d.spins, d.backoffs
@@ -801,6 +835,21 @@ WHERE d.source LIKE ''index%'';';
     FROM #pages AS p
     GROUP BY p.name
     ORDER BY SUM(p.count) DESC, p.name;
+
+    -- Each tempdb data file's size in MB now (size is in 8-KB pages).  tempdb's own sys.database_files holds
+    -- the current size, which proportional fill works with (sys.master_files holds the size tempdb is
+    -- created at on a restart); every login can read it.  A failure leaves the rows out.
+    BEGIN TRY
+        INSERT INTO #out (grp, k, source, name, count)
+        SELECT 17, ROW_NUMBER() OVER (ORDER BY df.file_id), 'file_size', CONCAT(N'2:', df.file_id, N':ROWS'),
+               CONVERT(bigint, df.size) * 8 / 1024
+        FROM tempdb.sys.database_files AS df
+        WHERE df.type = 0;
+    END TRY
+    BEGIN CATCH
+        INSERT INTO #out (grp, k, raw)
+        VALUES (17, 0, N'# the sizes of tempdb''s data files could not be read (tempdb.sys.database_files)');
+    END CATCH;
 
     ---------------------------------------------------------------------------
     -- The one result set: one column, csv, one line a row.  Empty cells for

@@ -384,8 +384,9 @@ def _rename(rows: _Rows, settings: dict[str, Any], bg: Background) -> None:
         for name in model:
             rows.rename(source, name, bg.index_name)
     settings["database"], settings["database_id"] = bg.database, bg.database_id
-    if not str(settings.get("version", "")).startswith("Microsoft SQL Server"):  # a run that states its version
-        settings["version"] = bg.version                                        # (tempdb's) keeps it
+    stated = str(settings.get("version", ""))
+    if not stated.startswith("Microsoft SQL Server") or "latch-models" in stated:  # a run that states a server's
+        settings["version"] = bg.version                                        # version (tempdb's) keeps it
     settings.setdefault("max_server_memory_mb", bg.max_server_memory_mb)
     settings.setdefault("sql_memory_model", bg.sql_memory_model)
     settings.setdefault("tempdb_data_files", bg.tempdb_data_files)  # a run of tempdb's files states its own
