@@ -201,7 +201,7 @@ def test_the_capture_the_fit_was_not_written_for():
     """2022 (PFS, GAM and SGAM shared), four pages an object, exponential holds: only the system-table hold is
     fitted, the allocation holds and the pages are assumed and banded, and the truth lies inside."""
     f = fitted("tempdb_2022_four_pages")
-    assert [n for n, e in f.params.items() if e.basis == "fitted"] == ["cpu_per_object_us", "metadata_us"]
+    assert [n for n, e in f.params.items() if e.basis == "fitted"] == ["cpu_per_object_us", "think_us", "metadata_us"]
     assert f.params["pages_per_object"].basis == "assumed"
     band = next(b for b in tempdb.SCENARIO.bands if b.param == "pages_per_object")
     assert band.low <= 4 <= band.high

@@ -344,8 +344,8 @@ def _diagnose(snap: Snapshot) -> Diagnosis:
             claimed = spec.diagnosis.claims(clue)
             if claimed is not None:
                 told = advice.also_on_top(snap, waits, clue.top_wait)
-                if spec.name == "tempdb":  # the standard tempdb advice, read off the capture, beside the model's
-                    told += advice.tempdb_advice(snap)
+                if spec.diagnosis.advice is not None:  # the pattern's standard advice, beside the model's
+                    told += spec.diagnosis.advice(snap)
                 return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed, advice=told)
     except Refusal as refusal:
         told = advice.also_on_top(snap, waits, clue.top_wait)

@@ -72,13 +72,15 @@ class DiagnosisRule:
     the pattern is not its own, or raises :class:`models.fitting.evidence.Refusal`
     when the pattern is its family's but no model here covers it.  Rules are
     tried in ``rank`` order (specific patterns first); ``label`` and
-    ``looks_like`` are how the diagnosis is named and described.
+    ``looks_like`` are how the diagnosis is named and described; ``advice``
+    (optional) adds the standard advice for the pattern, read off the capture.
     """
 
     label: str
     looks_like: str
     rank: int
     claims: Callable[[Clue], list[str] | None]
+    advice: Callable[[Snapshot], list[str]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -379,6 +379,8 @@ SESSIONS_BAND = (0.5, 1.0)   # the share of the instance's user sessions that cr
 CALIBRATION_SEED = 1         # the runs calibrate() makes: one fixed seed, so a fit is a pure function of its input
 CALIBRATION_OBJECTS = 6_000  # temporary objects each of those runs counts
 CALIBRATION_STEPS = 10       # Newton steps at most (each costs one run per unknown, and one)
+THINK_FLOOR_US = 1.0         # the least time off the scheduler the fit tries (log space has no 0)
+LOOP_TOLERANCE = math.log(1.05)  # sessions loop with no time off unless the model's CPU exceeds the capture's by 5%
 CALIBRATION_TOLERANCE = 0.01  # stop when every moment is within this share of the capture's
 MAX_STEP = math.log(4.0)     # no unknown moves by more than a factor of 4 in one step
 FD_STEP = math.log(1.1)      # the finite difference of the Jacobian, in log space
@@ -445,8 +447,9 @@ def page_moments(snap: Any) -> tuple[dict[str, float], dict[str, float], float]:
     return {kind: per_s * share for kind, share in shares.items()}, shares, per_s
 
 
-def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, dict[str, float]]:
-    """(temporary objects per second, page latch wait ms per second by kind) of one run of the model at ``values``."""
+def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, float, dict[str, float]]:
+    """(temporary objects per second, scheduler busy ms per second, page latch wait ms per second by kind) of one
+    run of the model at ``values``."""
     from models.result import build as result_of
     from models.workload import simulate
 
@@ -455,43 +458,50 @@ def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, 
     seconds = result.elapsed_ms / 1000.0
     kinds = result.extra["kind_waits"]
     waited = {"metadata": kinds["metadata"][1], "PFS": kinds["PFS"][1], "GAM": kinds["GAM"][1] + kinds["SGAM"][1]}
-    return result.throughput_per_s, {kind: ms / seconds for kind, ms in waited.items()}
+    busy = float(result.schedulers["busy_ms"].sum()) / seconds
+    return result.throughput_per_s, busy, {kind: ms / seconds for kind, ms in waited.items()}
 
 
 def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, float],
-              holds: tuple[str, ...]) -> tuple[dict[str, float], str]:
-    """The CPU per object and the ``holds`` at which the model gives the capture's objects per second and page
-    latch wait per second of each kind whose hold is fitted (the method of simulated moments).
+              holds: tuple[str, ...], busy_ms_per_s: float | None = None,
+              fit_think: bool = False) -> tuple[dict[str, float], str, float]:
+    """The CPU per object, the ``holds`` and (with ``fit_think``) the time off the scheduler between batches at
+    which the model gives the capture's objects per second, page latch wait per second of each kind whose hold is
+    fitted and (given) the schedulers' busy ms per second (the method of simulated moments).
 
     Newton's method in log space on the model's own runs (one fixed seed, so the fit is a pure function of its
-    input), each unknown moved by at most a factor of 4 a step, the Jacobian from forward differences; the best
-    point tried is kept, and how close it came is said.
+    input), least squares where the moments outnumber the unknowns, each unknown moved by at most a factor of 4 a
+    step, the Jacobian from forward differences; the best point tried is kept, and how close it came is said
+    (and returned: the worst moment's miss, in log).  The time off the scheduler is kept above THINK_FLOOR_US (log
+    space has no 0).
     """
     from models.fitting.evidence import FitError
 
-    names = ("cpu_per_object_us", *holds)
+    think = busy_ms_per_s is not None
+    names = ("cpu_per_object_us", *(("think_us",) if fit_think else ()), *holds)
     kinds = [kind for kind, hold in HOLD_OF.items() if hold in holds]
-    target = np.log([objects_per_s, *(waits[k] for k in kinds)])
-    low = np.log([PARAMS_BY_NAME[n].low for n in names])
+    target = np.log([objects_per_s, *((busy_ms_per_s,) if think else ()), *(waits[k] for k in kinds)])
+    low = np.log([THINK_FLOOR_US if n == "think_us" else PARAMS_BY_NAME[n].low for n in names])
     high = np.log([PARAMS_BY_NAME[n].high for n in names])
-    tried: list[tuple[float, np.ndarray, float, dict[str, float]]] = []
+    tried: list[tuple[float, np.ndarray, float, float, dict[str, float]]] = []
 
     def moments(x: np.ndarray) -> np.ndarray:
-        rate, waited = model_moments(dict(values, **dict(zip(names, np.exp(x)))), objects_per_s)
-        got = [max(rate, 1e-9), *(max(waited[k], 1e-3 * waits[k]) for k in kinds)]
+        rate, busy, waited = model_moments(dict(values, **dict(zip(names, np.exp(x)))), objects_per_s)
+        got = [max(rate, 1e-9), *((max(busy, 1e-6),) if think else ()),
+               *(max(waited[k], 1e-3 * waits[k]) for k in kinds)]
         miss = np.log(got) - target
-        tried.append((float(np.max(np.abs(miss))), x.copy(), rate, waited))
+        tried.append((float(np.max(np.abs(miss))), x.copy(), rate, busy, waited))
         return miss
 
     def size(f: np.ndarray) -> float:
         return float(np.sum(f * f))
 
-    x = np.clip(np.log([values[n] for n in names]), low, high)
+    x = np.clip(np.log([max(values[n], THINK_FLOOR_US) if n == "think_us" else values[n] for n in names]), low, high)
     f = moments(x)
     for _ in range(CALIBRATION_STEPS):
         if np.max(np.abs(f)) < CALIBRATION_TOLERANCE:
             break
-        jac = np.empty((len(names), len(names)))
+        jac = np.empty((len(target), len(names)))
         for j in range(len(names)):
             step = FD_STEP if x[j] + FD_STEP <= high[j] else -FD_STEP
             bumped = x.copy()
@@ -507,15 +517,16 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
             delta = delta / 2.0
         else:
             break
-    miss, best, rate, waited = min(tried, key=lambda t: t[0])
+    miss, best, rate, busy, waited = min(tried, key=lambda t: t[0])
     if rate <= 0:
         raise FitError("the tempdb model makes no temporary objects at any CPU per object tried, so it cannot be "
                        "calibrated to the capture's rate")
-    said = ", ".join(f"{waited[k]:,.1f} ms/s of {k} waits against {waits[k]:,.1f}" for k in kinds)
+    said = ", ".join(([f"{busy:,.0f} scheduler ms/s of CPU against {busy_ms_per_s:,.0f}"] if think else [])
+                     + [f"{waited[k]:,.1f} ms/s of {k} waits against {waits[k]:,.1f}" for k in kinds])
     return dict(zip(names, np.exp(best).tolist())), (
         f"found on the model's own runs (method of simulated moments, seed {CALIBRATION_SEED}): {rate:,.0f} objects/s "
         f"against the capture's {objects_per_s:,.0f}" + (f", {said}" if said else "")
-        + f"; the worst moment {math.expm1(miss):.1%} off")
+        + f"; the worst moment {math.expm1(miss):.1%} off"), miss
 
 
 def _window_ms(values: dict[str, Any], want_ms: float) -> float:
@@ -682,12 +693,41 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
     wakeup = fitted["wakeup_us"][0] if "wakeup_us" in fitted else setup["wakeup_us"]
     model = dict(setup, **few, sessions=sessions, files=int(files), schedulers=schedulers, version=version,
                  metadata=metadata, cached_share=0.0, wakeup_us=max(wakeup, PARAMS_BY_NAME["wakeup_us"].low))
-    busy = min(sessions, schedulers)
-    model["cpu_per_object_us"] = min(max(0.8 * busy / objects_per_s * 1e6, 1.0), 1e6)
-    found, note = calibrate(model, objects_per_s, waits, holds)
+    cpu_ms, cpu_how = evidence.workload_cpu_ms(snap)
+    busy_ms_per_s = cpu_ms / snap.interval_s
+    if busy_ms_per_s > 0:
+        # Little's law starts the search: each session's cycle (sessions over objects per second) is its CPU per
+        # object, its page latch waits, its time queued for a CPU (the runnable tasks over the objects per second)
+        # and the rest, time off the scheduler.
+        cpu0 = busy_ms_per_s * 1000.0 / objects_per_s
+        waited0 = sum(waits.values()) * 1000.0 / objects_per_s
+        queued0 = float(snap.setting("runnable_tasks") or 0.0) * 1e6 / objects_per_s
+        model["cpu_per_object_us"] = min(max(0.9 * cpu0, 1.0), 1e6)
+        model["think_us"] = max(sessions / objects_per_s * 1e6 - cpu0 - waited0 - queued0, 10.0 * THINK_FLOOR_US)
+    else:
+        model["cpu_per_object_us"] = min(max(0.8 * min(sessions, schedulers) / objects_per_s * 1e6, 1.0), 1e6)
+    found, note, miss = calibrate(dict(model, think_us=0.0), objects_per_s, waits, holds)
+    if busy_ms_per_s > 0:
+        # Sessions that loop with no time off the scheduler come first.  Where the model then keeps the schedulers
+        # busier than the capture's, the sessions spent time off them: it is fitted too (with the busy time as one
+        # more moment), and kept if it comes closer.  Where not, none is taken: a capture whose schedulers are as
+        # busy or busier (saturated, or with CPU the assumed holds' bands can hold) cannot tell any from none.
+        _, busy_at_none, _ = model_moments(dict(model, **found, think_us=0.0), objects_per_s)
+        if busy_ms_per_s < busy_at_none * math.exp(-LOOP_TOLERANCE):
+            tried = calibrate(model, objects_per_s, waits, holds, busy_ms_per_s, fit_think=True)
+            if tried[2] < max(miss, math.log(busy_at_none / busy_ms_per_s)):
+                found, note, miss = tried
     fitted["cpu_per_object_us"] = (found["cpu_per_object_us"], "us",
                                    f"the CPU per batch at which the model with these holds makes {objects_per_s:,.0f} "
                                    f"objects/s ({note})")
+    if busy_ms_per_s > 0:
+        found.setdefault("think_us", 0.0)
+        fitted["think_us"] = (found["think_us"], "us",
+                              f"the time off the scheduler between a session's batches at which the model's schedulers "
+                              f"are busy {busy_ms_per_s:,.0f} ms a second, as the capture's are ({cpu_how})"
+                              + ("; with none the model's schedulers are not busier than the capture's (by more "
+                                 f"than {math.expm1(LOOP_TOLERANCE):.0%}), so none is taken: the sessions loop"
+                                 if found["think_us"] <= 1.01 * THINK_FLOOR_US else ""))
     what = {"metadata_us": "a system-table write (each creation and drop) holds the system-table page",
             "pfs_us": "a page's update holds its file's PFS page", "gam_us": "an extent's (or mixed page's) update "
                                                                              "holds its file's GAM (or SGAM) page"}
@@ -699,9 +739,10 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
                                    next(b.measure for b in BANDS if b.param == "pages_per_object"))
     assumed["metadata_cpu_us"] = ("CPU of a system-table write outside the latch, which a capture does not split "
                                   "from the batch's CPU", "the same workload's CPU with memory-optimized metadata")
-    assumed["think_us"] = ("time off the scheduler between batches (a client's round trip): the sessions are "
-                           "assumed to loop, as a load tool does", "sys.dm_exec_sessions' last_request_end_time "
-                           "against the next start, sampled")
+    if "think_us" not in fitted:
+        assumed["think_us"] = ("time off the scheduler between batches (a client's round trip): with no scheduler "
+                               "rows to tell it from the CPU, the sessions are assumed to loop, as a load tool does",
+                               "the capture script's scheduler rows (sys.dm_os_schedulers' busy time)")
     assumed["hold_dist"] = ("the holds' spread (fixed assumed)", "a latch hold-time trace")
     return evidence.Point(fitted, settings, assumed, objects_per_s, bounds=bounds,
                           caveats=caveats)
@@ -715,6 +756,14 @@ def claims(clue: Any) -> list[str] | None:
     if clue.family == "PAGELATCH" and evidence.tempdb_share(clue.snap) >= 0.5:
         return evidence.tempdb_pages_seen(clue.snap)
     return None
+
+
+def standard_advice(snap: Any) -> list[str]:
+    """Microsoft's tempdb advice read against the capture's file count, schedulers and version (named first: the
+    rule's rank is 0, as the tempdb refusal it replaces came before every rule)."""
+    from models.fitting import advice
+
+    return advice.tempdb_advice(snap)
 
 
 def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
@@ -821,7 +870,8 @@ SCENARIO = Scenario(
     capture=Capture(session_param="sessions", rows=capture_rows),
     diagnosis=DiagnosisRule(label="tempdb allocation and metadata contention",
                             looks_like="PAGELATCH_UP or _EX, at least half the sampled waiters on tempdb's pages "
-                                       "(PFS, GAM, SGAM or its system tables')", rank=1, claims=claims),
+                                       "(PFS, GAM, SGAM or its system tables')", rank=0, claims=claims,
+                            advice=standard_advice),
     estimate=estimate, size_run=size_run, size_params=("window_ms",),
     changes=CHANGES,
     bands=BANDS[:1] + (wakeup_band(*WAKEUP_BAND_US),) + BANDS[1:],

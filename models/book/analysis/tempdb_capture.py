@@ -51,7 +51,9 @@ def params_table(f: fitting.Fit, values: dict[str, Any]) -> pd.DataFrame:
     rows = [{"parameter": name, "basis": e.basis, "estimate": e.estimate, "low": e.low, "high": e.high,
              "band_low": e.band_low, "band_high": e.band_high, "unit": e.unit, "true": values.get(name)}
             for name, e in f.params.items()]
-    return pd.DataFrame(rows).sort_values("basis", key=lambda b: b.map(order), kind="stable").reset_index(drop=True)
+    columns = ["parameter", "basis", "estimate", "low", "high", "band_low", "band_high", "unit", "true"]
+    return (pd.DataFrame(rows, columns=columns).sort_values("basis", key=lambda b: b.map(order), kind="stable")
+            .reset_index(drop=True))
 
 
 def round_trip(values: dict[str, Any] | None = None, *, start_s: float = WINDOW["start_s"],
