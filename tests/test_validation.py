@@ -289,7 +289,7 @@ def test_every_number_that_set_a_parameter_is_found_on_its_chapters_rows():
                    if any(abs(float(x) - n) <= 1e-9 * max(1.0, abs(n)) for n in st.numbers
                           for x in str(r.numbers).split(";") if x not in ("", "nan"))]
         if holding:
-            assert any(v._matches(st, int(r.chapter), str(r.source), str(r.figure),
+            assert any(v._matches(st, r.chapter, str(r.source), str(r.figure),
                                   [float(x) for x in str(r.numbers).split(";") if x not in ("", "nan")])
                        for r in holding), (st.parameter, [r.figure for r in holding])
 
@@ -305,6 +305,36 @@ def test_chapter3_fair_waits_set_the_handoff_so_they_are_not_a_prediction():
     assert ch3.loc["LATCH_EX wait time (ms), fair", "counted_as"] == "fitted"
     assert ch3.loc["wait time less signal wait (ms), fair", "counted_as"] == "fitted"
     assert ch3.loc["max latch wait (ms), fair", "counted_as"] == "predicted"
+
+
+def test_tempdb_chapter_is_counted_its_fitted_numbers_traced_and_its_fair_latch_prediction_a_miss():
+    """Chapter 5b (tempdb): the notebook's 26.784 s and 35.419 s and the lab's 52 s set CPUs (fitted); the lab's
+    "about 500/s" chose the unfair page latch (tempdb.POLICY), so its unfair row is consistent, not a prediction;
+    the fair-latch row set nothing and is a prediction, judged a miss by its band's ends against the 500/s."""
+    card = v.recount(v.load_scorecard())
+    ch = card[card["chapter"] == "5b"].set_index("figure")
+    assert len(ch) == 6 and set(ch["notebook"]) == {"05b_tempdb"}
+    for figure in ("notebook: 1,920 calls, memory-optimized metadata", "notebook: 1,920 calls, disk-based system tables",
+                   "lab: 30,000 calls, memory-optimized metadata"):
+        assert ch.loc[figure, "counted_as"] == "fitted" and ch.loc[figure, "sets"].startswith("tempdb: "), figure
+    lab = ch.loc["lab: 30,000 calls, disk-based system tables"]
+    assert lab["chapter_word"] == "predicted" and lab["counted_as"] == "consistent"
+    assert lab["sets"].startswith("tempdb: the page-latch policy (an assumption")
+    fair = ch.loc["lab, with the fair page latch"]
+    assert fair["counted_as"] == "predicted" and fair["sets"] == "" and fair["verdict"] == "missed"
+    low, high = v.band_ratios(fair["measured"], fair["model"])
+    assert high < 1 / v.HOLDS_WITHIN and fair["ratio"] == pytest.approx(high, rel=1e-4)
+    # The chapters in the book's order, 5b between 5 and 6, and named so in the appendix's prose.
+    assert sorted(card["chapter"].unique(), key=v.chapter_key) == [3, 4, 5, "5b", 6, 7]
+    assert v.chapters_text() == "3 to 7 and 5b" and list(v.chapter_summary(card)["chapter"]) == [3, 4, 5, "5b", 6, 7]
+
+
+def test_a_band_against_one_stated_figure_is_judged_at_both_ends():
+    assert v.band_ratios("about 1 minute, about 500/s", "73 to 433 /s (69 to 411 s)") == pytest.approx((0.146, 0.866))
+    assert v.band_ratios("about 52 s, about 600/s", "70 s") is None and v.band_ratios("fast", "1 to 2 s") is None
+    assert v._verdict(np.nan, "predicted", "", "about 500/s", "73 to 433 /s") == "split"
+    assert v._verdict(np.nan, "predicted", "", "about 500/s", "65 to 245 /s") == "missed"
+    assert v._verdict(np.nan, "predicted", "", "26.784 s", "26.77 to 26.80 s") == "held"
 
 
 def test_recount_traces_numbers_in_words_and_keeps_assumptions_made_knowing_a_number_consistent():

@@ -830,9 +830,10 @@ SCORECARD = ROOT / "book" / "data" / "scorecard.csv"
 # The code whose change can move a chapter's comparison table: the scorecard records a digest of it.
 SCORECARD_SOURCES = ("models/book/analysis/fairness.py", "models/book/analysis/nested.py",
                      "models/book/analysis/hot_page.py", "models/book/analysis/version_store.py",
-                     "models/book/analysis/cci.py", "models/calibration.py", "models/scenarios/*.py")
+                     "models/book/analysis/cci.py", "models/book/analysis/tempdb.py", "book/data/tempdb_band.csv",
+                     "models/calibration.py", "models/scenarios/*.py")
 _BASIS = ("basis", "fitted or predicted", "model was", "how")
-_FIGURE = ("figure", "quantity")
+_FIGURE = ("figure", "quantity", "measurement")
 _MEASURED = ("published", "measured", "Obbish measured", "Randal measured", "Obbish", "White", "Randal")
 _RATIO = ("model / published", "model / measured")
 _NOTE = ("how", "note")
@@ -871,11 +872,44 @@ def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
     return [("Obbish, 2019g and 2019e", cci.comparison_table()), ("Obbish, 2019e, scaling", cci.scaling_table())]
 
 
-# chapter number -> (notebook, the function that runs its model-against-measurement tables as the chapter does)
+def _ch5b_tables() -> list[tuple[str, pd.DataFrame]]:
+    from models.book.analysis import tempdb
+    from models.book.sweep import DATA_DIR
+
+    band = pd.read_csv(DATA_DIR / "tempdb_band.csv")   # as the chapter reads it
+    return [("Lahoud, 2019 and 2018", tempdb.comparison_table(band, tempdb.band_runs(band)))]
+
+
+# chapter number -> (notebook, the function that runs its model-against-measurement tables as the chapter does).
+# The tempdb chapter, between 5 and 6, is "5b" (a string, as its file name has it); the others stay whole numbers.
 CHAPTER_TABLES = {
     3: ("03_fairness", _ch3_tables), 4: ("04_nested_transactions", _ch4_tables), 5: ("05_hot_page", _ch5_tables),
+    "5b": ("05b_tempdb", _ch5b_tables),
     6: ("06_version_store", _ch6_tables), 7: ("07_cci_memory_grants", _ch7_tables),
 }
+Chapter = int | str
+
+
+def chapter_of(value: Any) -> Chapter:
+    """A chapter as CHAPTER_TABLES keys it: 3 for 3 or "3", "5b" for "5b"."""
+    text = str(value).strip()
+    return int(text) if text.isdigit() else text
+
+
+def chapter_key(value: Any) -> tuple[int, str]:
+    """The book's order of chapters: 5, then 5b, then 6."""
+    text = str(value).strip()
+    digits = re.match(r"\d*", text).group(0)
+    return (int(digits) if digits else 10**6, text[len(digits):])
+
+
+def chapters_text(chapters: Iterable[Any] = tuple(CHAPTER_TABLES)) -> str:
+    """The chapters as the appendix's prose names them: "3 to 7 and 5b" (a run of whole numbers, then the rest)."""
+    whole = sorted(c for c in map(chapter_of, chapters) if isinstance(c, int))
+    rest = sorted((c for c in map(chapter_of, chapters) if not isinstance(c, int)), key=chapter_key)
+    run = (f"{whole[0]} to {whole[-1]}" if len(whole) > 2 and whole == list(range(whole[0], whole[-1] + 1))
+           else ", ".join(map(str, whole)))
+    return " and ".join(part for part in (run, ", ".join(rest)) if part)
 
 
 def _first(table: pd.DataFrame, names: Iterable[str], skip: Iterable[str] = ()) -> str | None:
@@ -908,6 +942,29 @@ def _text_ratio(measured: str, model: str) -> float:
     return top / bottom if bottom else np.nan
 
 
+_BAND_MODEL = re.compile(r"^([\d,]+(?:\.\d+)?) to ([\d,]+(?:\.\d+)?) ?(/s|%|ms|s)(?!\w)")
+_STATED = re.compile(r"([\d,]+(?:\.\d+)?) ?(/s|%|ms|s)(?![\w/])")
+
+
+def band_ratios(measured: str, model: str) -> tuple[float, float] | None:
+    """model / measured at the two ends of a model cell that opens with a band ("73 to 433 /s (69 to 411 s)"),
+    against the one figure of the measured cell in the same unit ("about 1 minute, about 500/s" gives 500/s); None
+    when the model is no such band or the measured cell has no single figure in its unit."""
+    band = _BAND_MODEL.match(str(model).strip())
+    if band is None:
+        return None
+    stated = [float(n.replace(",", "")) for n, unit in _STATED.findall(str(measured)) if unit == band.group(3)]
+    if len(stated) != 1 or stated[0] == 0:
+        return None
+    low, high = sorted(float(band.group(i).replace(",", "")) for i in (1, 2))
+    return low / stated[0], high / stated[0]
+
+
+def _nearest_one(ratios: tuple[float, float]) -> float:
+    """The end of a band of ratios nearest 1 (the model's best over the band)."""
+    return min(ratios, key=lambda r: abs(np.log(r)) if r > 0 else np.inf)
+
+
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
@@ -921,7 +978,7 @@ def numbers_in(value: Any) -> list[float]:
     return [float(m.replace(",", "")) for m in _NUMBER.findall(str(value))]
 
 
-def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
+def predicted_rows(chapter: Chapter, source: str, table: pd.DataFrame,
                    words: tuple[str, ...] | None = ("predicted",)) -> pd.DataFrame:
     """The rows of one chapter's model-against-measurement table whose basis is *predicted*, in one shape.
 
@@ -929,7 +986,8 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
     name), keeps the rows whose basis begins with one of ``words`` (by default "predicted"), and returns
     chapter, figure, source, measured, model (every model column, labelled), the model/measured ratio where
     the table gives numbers (from its ratio column, or else from a measured and a first model cell that each
-    hold one number in the same unit), the basis as written, the row's note on what it depends on, and every
+    hold one number in the same unit, or else, for a model cell that gives a band, its end nearest the
+    measurement: :func:`band_ratios`), the basis as written, the row's note on what it depends on, and every
     number of the measured cell at full precision (``numbers``, ";"-separated: what :func:`recount` traces).
     ``words=None`` keeps every row, whatever its basis.
     """
@@ -957,6 +1015,8 @@ def predicted_rows(chapter: int, source: str, table: pd.DataFrame,
             ratio = float(r[ratio_col])
         else:
             ratio = _text_ratio(measured, _number(r[model_cols[0]])) if model_cols else np.nan
+            ends = band_ratios(measured, _number(r[model_cols[0]])) if model_cols and pd.isna(ratio) else None
+            ratio = _nearest_one(ends) if ends else ratio
         rows.append({"chapter": chapter, "notebook": CHAPTER_TABLES[chapter][0], "figure": figure, "source": source,
                      "measured": measured, "model": model, "ratio": ratio,
                      "basis": str(r[basis_col]), "depends_on": str(r[note_col]) if note_col else "",
@@ -1041,16 +1101,21 @@ def handoff_floor_text() -> str:
             f"plus the book's least wake-up, {f['least_wakeup_us']:g} µs), lies {where} the face-value bound")
 
 
+# The chapters whose own parameter tables the ledger gathers (after the shared costs and chapters 3 and 4's chains).
+LEDGER_CHAPTERS: tuple[Chapter, ...] = (5, "5b", 6, 7)
+
+
 def parameter_ledger() -> pd.DataFrame:
     """Every parameter the book derives from a measurement or assumes, with where it comes from, in one table.
 
     The shared costs of :mod:`models.calibration` first, then chapters 3 and 4's chains (from their SETUP),
-    then each chapter's own parameter table (chapters 5, 6 and 7; a row's work under the leaf latch is
-    chapter 5's).  Columns: chapter, parameter, value,
-    derived from.
+    then each chapter's own parameter table (chapters 5, 5b, 6 and 7; a row's work under the leaf latch is
+    chapter 5's; 5b's is read from its stored band, book/data/tempdb_band.csv, as the chapter reads it).  Columns:
+    chapter, parameter, value, derived from.
     """
     from models import calibration as cal
-    from models.book.analysis import cci, fairness, hot_page, version_store
+    from models.book.analysis import cci, fairness, hot_page, tempdb, version_store
+    from models.book.sweep import DATA_DIR
 
     rows = [
         ("all", "hand-off h (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
@@ -1063,12 +1128,16 @@ def parameter_ledger() -> pd.DataFrame:
     ]
     ledger = pd.DataFrame(rows, columns=["chapter", "parameter", "value", "derived from"])
     parts = [ledger]
-    for chapter, module in ((5, hot_page), (6, version_store), (7, cci)):
-        table = module.parameter_table()
+    tempdb_band = pd.read_csv(DATA_DIR / "tempdb_band.csv")
+    tables = {5: hot_page.parameter_table, "5b": lambda: tempdb.parameter_table(tempdb_band),
+              6: version_store.parameter_table, 7: cci.parameter_table}
+    for chapter in LEDGER_CHAPTERS:
+        table = tables[chapter]()
         origin = _first(table, ("source", "from"))
         derived = table[origin].astype(str) if origin else pd.Series([""] * len(table))
-        if "kind" in table.columns:
-            derived = table["kind"].astype(str) + ": " + derived
+        kind = _first(table, ("kind", "basis"))
+        if kind:
+            derived = table[kind].astype(str) + ": " + derived
         name = table["parameter"].astype(str)
         if "scenario" in table.columns:
             name = table["scenario"].astype(str) + ": " + name
@@ -1128,7 +1197,7 @@ def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_scorecard(chapters: Iterable[int] = tuple(CHAPTER_TABLES)) -> pd.DataFrame:
+def build_scorecard(chapters: Iterable[Chapter] = tuple(CHAPTER_TABLES)) -> pd.DataFrame:
     """Every row of the chapters' model-against-measurement tables, run as each chapter runs them, with the
     chapter's basis as written; :func:`recount` then applies the book's rule to them.
 
@@ -1150,8 +1219,9 @@ def write_scorecard(path: Path = SCORECARD) -> Path:
 
 def load_scorecard(path: Path = SCORECARD) -> pd.DataFrame:
     """The stored scorecard (text cells kept as text)."""
-    return pd.read_csv(path, dtype={"measured": str, "model": str, "depends_on": str, "numbers": str},
-                       keep_default_na=False, na_values={"ratio": [""]})
+    card = pd.read_csv(path, dtype={"chapter": str, "measured": str, "model": str, "depends_on": str,
+                                    "numbers": str}, keep_default_na=False, na_values={"ratio": [""]})
+    return card.assign(chapter=card["chapter"].map(chapter_of).astype(object))
 
 
 # ---------------------------------------------------------------- the book's rule, made executable
@@ -1168,7 +1238,7 @@ class Setter:
     """
 
     parameter: str
-    chapters: tuple[int, ...]
+    chapters: tuple[Chapter, ...]
     numbers: tuple[float, ...]
     how: str
     kind: str = "fitted"
@@ -1185,7 +1255,7 @@ def setters() -> tuple[Setter, ...]:
     LATCH_EX wait count is the divisor of h, so the row that compares the model's count with it is fitted.
     """
     from models import calibration as cal
-    from models.book.analysis import cci, fairness as f, hot_page as hp, nested as n, version_store as vs
+    from models.book.analysis import cci, fairness as f, hot_page as hp, nested as n, tempdb as td, version_store as vs
 
     fair, unfair = f.PUBLISHED["fair"], f.PUBLISHED["unfair"]
     h_chain = ("chapter 3's hold (5.5 s / R − h)", "chapter 3's CPU per row and spin cycle (fitted after the hold)",
@@ -1255,11 +1325,26 @@ def setters() -> tuple[Setter, ...]:
         Setter("os_calls_per_rowgroup, pages_per_call", (7,),
                (cci.WAITSTATS["gb_freed_96"], cci.WAITSTATS["pages_freed_96"], cci.WAITSTATS["free_ops_96"]),
                "the same page count", figure="memory given back"),
+        Setter("tempdb: the notebook's CPU per call", ("5b",), (td.NOTEBOOK["on_s"], td.NOTEBOOK["calls"]),
+               f"fitted at each hold so that memory-optimized metadata gives {td.NOTEBOOK['calls']:,} calls in "
+               f"{td.NOTEBOOK['on_s']:g} s (tempdb.fit_cpu)", figure="^notebook",
+               through=("tempdb: the system-table CPU per write (fitted after it)",)),
+        Setter("tempdb: the system-table CPU per write", ("5b",), (td.NOTEBOOK["off_s"],),
+               f"fitted at each hold so that disk-based system tables give {td.NOTEBOOK['off_s']:g} s "
+               "(tempdb.fit_metadata_cpu)", figure="^notebook",
+               through=("the lab's system-table cost (the notebook's, borrowed)",)),
+        Setter("tempdb: the lab's CPU per call", ("5b",), (td.LAB["on_s"], td.LAB["calls"]),
+               f"fitted at each hold so that memory-optimized metadata gives {td.LAB['calls']:,} calls in "
+               f"{td.LAB['on_s']:g} s (tempdb.fit_cpu)", figure="^lab"),
+        Setter("tempdb: the page-latch policy", ("5b",), (td.LAB["off_per_s"],),
+               f"the {td.POLICY} latch was taken because the fair one's rate lies further below the lab's "
+               f"{td.LAB['off_per_s']:,.0f}/s (tempdb.POLICY)", kind="consistent",
+               figure="^lab: .*disk-based"),
     )
 
 
-def _matches(setter: Setter, chapter: int, source: str, figure: str, numbers: list[float]) -> bool:
-    if chapter not in setter.chapters or setter.tables not in source:
+def _matches(setter: Setter, chapter: Chapter, source: str, figure: str, numbers: list[float]) -> bool:
+    if chapter_of(chapter) not in setter.chapters or setter.tables not in source:
         return False
     if setter.figure and not re.search(setter.figure, figure, re.IGNORECASE):
         return False
@@ -1308,13 +1393,20 @@ def share_holds(count: int, trials: int, model_share: float, level: float = SHAR
 
 def _verdict(ratio: float, basis: str, note: str, measured: str = "", model: str = "") -> str:
     """held, missed, split or untested.  A share read from counts is judged as a binomial draw at every setting the
-    row shows (held at all, missed at all, else split); a number by its ratio; a row in words copies the chapter's
-    own verdict (the code does not judge words)."""
+    row shows (held at all, missed at all, else split); a model given as a band against one stated figure by the
+    band's ends (held if the whole band lies within :data:`HOLDS_WITHIN`, missed if none of it does, else split); a
+    number by its ratio; a row in words copies the chapter's own verdict (the code does not judge words)."""
     counts = share_counts(measured)
     shares = [float(x) / 100 for x in _MODEL_SHARE.findall(model)]
     if counts is not None and shares:
         inside = [share_holds(*counts, share) for share in shares]
         return "held" if all(inside) else "missed" if not any(inside) else "split"
+    ends = band_ratios(measured, model)
+    if ends is not None:  # a band: held if all of it lies within the factor, missed if none of it does
+        low, high = ends
+        if 1 / HOLDS_WITHIN <= low and high <= HOLDS_WITHIN:
+            return "held"
+        return "missed" if high < 1 / HOLDS_WITHIN or low > HOLDS_WITHIN else "split"
     if pd.notna(ratio):
         return "held" if 1 / HOLDS_WITHIN <= ratio <= HOLDS_WITHIN else "missed"
     text = f"{basis} {note}".lower()
@@ -1342,7 +1434,7 @@ def recount(card: pd.DataFrame) -> pd.DataFrame:
     sets, through, counted, verdict, weak, word = [], [], [], [], [], []
     for r in card.itertuples():
         numbers = [float(x) for x in str(r.numbers).split(";") if x not in ("", "nan")]
-        hits = [st for st in found if _matches(st, int(r.chapter), str(r.source), str(r.figure), numbers)]
+        hits = [st for st in found if _matches(st, r.chapter, str(r.source), str(r.figure), numbers)]
         names = list(dict.fromkeys(f"{st.parameter} ({st.how})" if st.kind == "fitted" else
                                    f"{st.parameter} (an assumption: {st.how})" for st in hits))
         sets.append("; ".join(names))
@@ -1378,9 +1470,10 @@ def scorecard_counts(card: pd.DataFrame) -> dict[str, int]:
 def chapter_summary(card: pd.DataFrame) -> pd.DataFrame:
     """Per chapter: predictions held, missed and untested, and the rows counted fitted, consistent or otherwise."""
     rows = []
-    for ch, part in card.groupby("chapter", sort=True):
+    for ch in sorted(card["chapter"].unique(), key=chapter_key):
+        part = card[card["chapter"] == ch]
         p = part[part["counted_as"] == "predicted"]
-        rows.append({"chapter": int(ch), "notebook": part["notebook"].iloc[0],
+        rows.append({"chapter": chapter_of(ch), "notebook": part["notebook"].iloc[0],
                      "held": int((p["verdict"] == "held").sum()), "missed": int((p["verdict"] == "missed").sum()),
                      "untested": int((p["verdict"] == "untested").sum()),
                      "split": int((p["verdict"] == "split").sum()),
