@@ -689,12 +689,13 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
              defaults: Mapping[str, Any] | None = None, log_x: bool = False, log_y: bool = False,
              fixed_y: bool = True, width: int = 440, height: int = 280,
              colors: Mapping[str, str] | None = None,
-             x_rules: Mapping[str, float] | None = None) -> alt.VConcatChart:
+             x_rules: Mapping[str, float] | None = None, legend_below: bool = False) -> alt.VConcatChart:
     """A static explorer over a precomputed sweep: sliders and dropdowns are Altair parameters bound to inputs.
 
     ``colors`` fixes each ``color`` value's colour (and the legend's order), as the book's other charts draw it.
     ``x_rules`` (label -> x) draws dashed vertical marks that stay put as the inputs move (a rule of thumb's
-    steps, say), each labelled at the plot's top.
+    steps, say), each labelled at the plot's top.  ``legend_below`` puts the colour legend under the plot (long
+    labels beside it would squeeze the plot on a phone).
     """
     sliders, dropdowns = list(sliders), list(dropdowns)
     inputs = sliders + dropdowns
@@ -721,8 +722,8 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
         longest = max(len(_fmt(v)) for v in values) + (len(unit) + 1 if unit else 0)
         readouts.append((label(col, labels).split(' (')[0], readout, longest))
     keep = " && ".join(f"({f})" for f in filters) or "true"
-    panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors)
-              for m in metrics]
+    panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors,
+                              legend_below) for m in metrics]
     if x_rules:
         panels = [alt.layer(p, *_x_rule_layers(x_rules, x, log_x)) for p in panels]
     panels[0] = panels[0].add_params(*params)
@@ -775,7 +776,8 @@ def _readout_lines(readouts: list[tuple[str, str, int]]) -> list[str]:
 
 def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
                     labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
-                    width: int, height: int, colors: Mapping[str, str] | None = None) -> alt.Chart | alt.LayerChart:
+                    width: int, height: int, colors: Mapping[str, str] | None = None,
+                    legend_below: bool = False) -> alt.Chart | alt.LayerChart:
     """One explorer panel: y against x over the rows the inputs select, over its CI band if it has one."""
     band = y + CI_SUFFIX in data.columns
     if band:
@@ -801,7 +803,10 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
         values = [v for v in colors if v in set(data[color])] if colors else _grid_values(data[color])
         enc["color"] = alt.Color(f"{color}:N", title=label(color, labels), sort=values,
                                  scale=alt.Scale(domain=values, range=[colors[v] for v in values] if colors
-                                                 else _palette(len(values))))
+                                                 else _palette(len(values))),
+                                 legend=(alt.Legend(orient="bottom", direction="horizontal",
+                                                    columns=_legend_columns(values)) if legend_below
+                                         else alt.Undefined))
     if not band:
         return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
                 .properties(width=width, height=height))

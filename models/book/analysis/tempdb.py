@@ -57,7 +57,7 @@ NOTEBOOK = {"sessions": 16, "schedulers": 4, "calls": 16 * 120, "off_s": 35.419,
 LAB = {"sessions": 100, "schedulers": 32, "calls": 100 * 300, "off_s": 60.0, "on_s": 52.0,
        "off_per_s": 500.0, "on_per_s": 600.0}
 FIT_SEEDS = (1, 2, 3)
-ALLOCATION_BAND_US = (2.0, 40.0)   # assumed: no source measures a PFS or GAM update's hold
+ALLOCATION_BAND_US = scenario.ALLOCATION_BAND_US   # assumed: no source measures a PFS or GAM update's hold
 ALLOCATION_US = 10.0               # the value inside it the chapter's runs take
 HOLD_GRID_US = (5.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 4000.0, 6000.0)
 POLICIES = ("fair", "unfair")

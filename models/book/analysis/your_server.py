@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 import models
-from models.book.analysis import hot_page
+from models.book.analysis import hot_page, tempdb_capture
 from models.book.stored import FITTED, significant
 from models.book.sweep import DATA_DIR
 from models.files import write_text_atomic
@@ -80,6 +80,7 @@ ROUND_TRIPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "cci-insert": ({}, {}),
     "cci-decommit": ({"lpim": "off", "sessions": 24, "schedulers": 24, "rowgroups": 2},
                      {"start_s": 2.0, "interval_s": 10.0}),
+    "tempdb": (tempdb_capture.ROUND_TRIP, tempdb_capture.WINDOW),
 }
 
 
