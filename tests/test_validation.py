@@ -307,23 +307,21 @@ def test_chapter3_fair_waits_set_the_handoff_so_they_are_not_a_prediction():
     assert ch3.loc["max latch wait (ms), fair", "counted_as"] == "predicted"
 
 
-def test_tempdb_chapter_is_counted_its_fitted_numbers_traced_and_its_fair_latch_prediction_a_miss():
+def test_tempdb_chapter_is_counted_its_fitted_numbers_traced_and_its_lab_prediction_judged_over_its_band():
     """Chapter 5b (tempdb): the notebook's 26.784 s and 35.419 s and the lab's 52 s set CPUs (fitted); the lab's
-    "about 500/s" chose the unfair page latch (tempdb.POLICY), so its unfair row is consistent, not a prediction;
-    the fair-latch row set nothing and is a prediction, judged a miss by its band's ends against the 500/s."""
+    "about 500/s" set nothing of its own row, which is predicted over the holds and both page-latch policies
+    (the unfair latch the chapter's other runs take was chosen after it), and is judged at its band's two ends:
+    below the stated rate at both, within the book's 25% only at the top, so split."""
     card = v.recount(v.load_scorecard())
     ch = card[card["chapter"] == "5b"].set_index("figure")
-    assert len(ch) == 6 and set(ch["notebook"]) == {"05b_tempdb"}
+    assert len(ch) == 5 and set(ch["notebook"]) == {"05b_tempdb"}
     for figure in ("notebook: 1,920 calls, memory-optimized metadata", "notebook: 1,920 calls, disk-based system tables",
                    "lab: 30,000 calls, memory-optimized metadata"):
         assert ch.loc[figure, "counted_as"] == "fitted" and ch.loc[figure, "sets"].startswith("tempdb: "), figure
     lab = ch.loc["lab: 30,000 calls, disk-based system tables"]
-    assert lab["chapter_word"] == "predicted" and lab["counted_as"] == "consistent"
-    assert lab["sets"].startswith("tempdb: the page-latch policy (an assumption")
-    fair = ch.loc["lab, with the fair page latch"]
-    assert fair["counted_as"] == "predicted" and fair["sets"] == "" and fair["verdict"] == "missed"
-    low, high = v.band_ratios(fair["measured"], fair["model"])
-    assert high < 1 / v.HOLDS_WITHIN and fair["ratio"] == pytest.approx(high, rel=1e-4)
+    assert lab["chapter_word"] == "predicted" and lab["counted_as"] == "predicted" and lab["sets"] == ""
+    low, high = v.band_ratios(lab["measured"], lab["model"])
+    assert low < high < 1 and low < 1 / v.HOLDS_WITHIN < high and lab["verdict"] == "split"
     # The chapters in the book's order, 5b between 5 and 6, and named so in the appendix's prose.
     assert sorted(card["chapter"].unique(), key=v.chapter_key) == [3, 4, 5, "5b", 6, 7]
     assert v.chapters_text() == "3 to 7 and 5b" and list(v.chapter_summary(card)["chapter"]) == [3, 4, 5, "5b", 6, 7]

@@ -381,7 +381,7 @@ ALLOCATION_BAND_US = (2.0, 40.0)
 # time); 2 us at the low end, as the allocation pages'.
 METADATA_BAND_US = (2.0, 1_000.0)
 SESSIONS_BAND = (0.5, 1.0)   # the share of the instance's user sessions that create temporary objects
-CALIBRATION_SEED = 1         # the runs calibrate() makes: one fixed seed, so a fit is a pure function of its input
+CALIBRATION_SEED = 1         # the first seed of the runs calibrate() makes (calibration_seed)
 CALIBRATION_OBJECTS = 15_000  # temporary objects each of those runs counts
 CALIBRATION_STEPS = 10       # Newton steps at most (each costs one run per unknown, and one)
 THINK_FLOOR_US = 1.0         # the least time off the scheduler the fit tries (log space has no 0)
@@ -452,6 +452,13 @@ def page_moments(snap: Any) -> tuple[dict[str, float], dict[str, float], float]:
     return {kind: per_s * share for kind, share in shares.items()}, shares, per_s
 
 
+def calibration_seed(created: float) -> int:
+    """The seed of a fit's calibration runs, set by the capture's creations: a fit stays a pure function of its
+    input, and the refits of the fitted model's own snapshots (whose counts differ) draw their runs afresh, so
+    the ranges hold the calibration runs' noise as well as the capture's."""
+    return CALIBRATION_SEED + int(round(created)) % 10_007
+
+
 def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, float, dict[str, float]]:
     """(temporary objects per second, scheduler busy ms per second, page latch wait ms per second by kind) of one
     run of the model at ``values``."""
@@ -459,7 +466,7 @@ def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, 
     from models.workload import simulate
 
     values = dict(values, window_ms=_window_ms(values, CALIBRATION_OBJECTS / max(objects_per_s, 1.0) * 1000.0))
-    result = result_of(simulate(build(values), CALIBRATION_SEED), "tempdb", values, CALIBRATION_SEED)
+    result = result_of(simulate(build(values), values["seed"]), "tempdb", values, values["seed"])
     seconds = result.elapsed_ms / 1000.0
     kinds = result.extra["kind_waits"]
     waited = {"metadata": kinds["metadata"][1], "PFS": kinds["PFS"][1], "GAM": kinds["GAM"][1] + kinds["SGAM"][1]}
@@ -474,7 +481,7 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     which the model gives the capture's objects per second, page latch wait per second of each kind whose hold is
     fitted and (given) the schedulers' busy ms per second (the method of simulated moments).
 
-    Newton's method in log space on the model's own runs (one fixed seed, so the fit is a pure function of its
+    Newton's method in log space on the model's own runs (one seed, set by the capture: calibration_seed; the fit is a pure function of its
     input), least squares where the moments outnumber the unknowns, each unknown moved by at most a factor of 4 a
     step, the Jacobian from forward differences; the best point tried is kept, and how close it came is said
     (and returned: the worst moment's miss, in log).  The time off the scheduler is kept above THINK_FLOOR_US (log
@@ -529,7 +536,7 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     said = ", ".join(([f"{busy:,.0f} scheduler ms/s of CPU against {busy_ms_per_s:,.0f}"] if think else [])
                      + [f"{waited[k]:,.1f} ms/s of {k} waits against {waits[k]:,.1f}" for k in kinds])
     return dict(zip(names, np.exp(best).tolist())), (
-        f"found on the model's own runs (method of simulated moments, seed {CALIBRATION_SEED}): {rate:,.0f} objects/s "
+        f"found on the model's own runs (method of simulated moments, seed {values['seed']}): {rate:,.0f} objects/s "
         f"against the capture's {objects_per_s:,.0f}" + (f", {said}" if said else "")
         + f"; the worst moment {math.expm1(miss):.1%} off"), miss
 
@@ -697,7 +704,8 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
                      queued_us=evidence.runnable_delay_us(snap)[0], bounds=bounds)
     wakeup = fitted["wakeup_us"][0] if "wakeup_us" in fitted else setup["wakeup_us"]
     model = dict(setup, **few, sessions=sessions, files=int(files), schedulers=schedulers, version=version,
-                 metadata=metadata, cached_share=0.0, wakeup_us=max(wakeup, PARAMS_BY_NAME["wakeup_us"].low))
+                 metadata=metadata, cached_share=0.0, wakeup_us=max(wakeup, PARAMS_BY_NAME["wakeup_us"].low),
+                 seed=calibration_seed(created))
     cpu_ms, cpu_how = evidence.workload_cpu_ms(snap)
     busy_ms_per_s = cpu_ms / snap.interval_s
     if busy_ms_per_s > 0:

@@ -1336,10 +1336,6 @@ def setters() -> tuple[Setter, ...]:
         Setter("tempdb: the lab's CPU per call", ("5b",), (td.LAB["on_s"], td.LAB["calls"]),
                f"fitted at each hold so that memory-optimized metadata gives {td.LAB['calls']:,} calls in "
                f"{td.LAB['on_s']:g} s (tempdb.fit_cpu)", figure="^lab"),
-        Setter("tempdb: the page-latch policy", ("5b",), (td.LAB["off_per_s"],),
-               f"the {td.POLICY} latch was taken because the fair one's rate lies further below the lab's "
-               f"{td.LAB['off_per_s']:,.0f}/s (tempdb.POLICY)", kind="consistent",
-               figure="^lab: .*disk-based"),
     )
 
 
