@@ -291,7 +291,7 @@ def test_the_widening_needed_is_the_worst_parameters_quantile():
     assert coverage.needed_inflation(pd.DataFrame(rows), level=0.95) == pytest.approx(2.05, rel=1e-6)
 
 
-@pytest.mark.parametrize("scenario", ["closed-latch", "cci-decommit"])
+@pytest.mark.parametrize("scenario", ["closed-latch", "cci-decommit", "tempdb"])
 def test_the_stored_study_is_what_its_code_computes_now(scenario):
     """The first two stored trips of a scenario, run again: the same ranges (else recompute the study)."""
     from models.book.sweeps import coverage as study

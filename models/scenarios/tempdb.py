@@ -474,6 +474,19 @@ def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, 
     return result.throughput_per_s, busy, {kind: ms / seconds for kind, ms in waited.items()}
 
 
+RUN_DIGITS = 4  # significant digits of the values a calibration run is made at (run_values)
+
+
+def run_values(x: np.ndarray) -> list[float]:
+    """The parameter values a calibration run is made at: exp(x), rounded to RUN_DIGITS significant digits.
+
+    The model's runs are chaotic in their parameters (a change in the eighth digit reorders near-tied events, and
+    the run's noise is drawn afresh), so the last digits of a linear solve, which differ from one CPU's BLAS to
+    another's, would move the fit by the runs' noise; rounded, they cannot move a run.
+    """
+    return [float(f"{math.exp(float(v)):.{RUN_DIGITS}g}") for v in x]
+
+
 def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, float],
               holds: tuple[str, ...], busy_ms_per_s: float | None = None,
               fit_think: bool = False) -> tuple[dict[str, float], str, float]:
@@ -498,7 +511,7 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     tried: list[tuple[float, np.ndarray, float, float, dict[str, float]]] = []
 
     def moments(x: np.ndarray) -> np.ndarray:
-        rate, busy, waited = model_moments(dict(values, **dict(zip(names, np.exp(x)))), objects_per_s)
+        rate, busy, waited = model_moments(dict(values, **dict(zip(names, run_values(x)))), objects_per_s)
         got = [max(rate, 1e-9), *((max(busy, 1e-6),) if think else ()),
                *(max(waited[k], 1e-3 * waits[k]) for k in kinds)]
         miss = np.log(got) - target
@@ -535,7 +548,7 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
                        "calibrated to the capture's rate")
     said = ", ".join(([f"{busy:,.0f} scheduler ms/s of CPU against {busy_ms_per_s:,.0f}"] if think else [])
                      + [f"{waited[k]:,.1f} ms/s of {k} waits against {waits[k]:,.1f}" for k in kinds])
-    return dict(zip(names, np.exp(best).tolist())), (
+    return dict(zip(names, run_values(best))), (
         f"found on the model's own runs (method of simulated moments, seed {values['seed']}): {rate:,.0f} objects/s "
         f"against the capture's {objects_per_s:,.0f}" + (f", {said}" if said else "")
         + f"; the worst moment {math.expm1(miss):.1%} off"), miss
