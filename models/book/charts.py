@@ -805,8 +805,8 @@ def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep:
                                  scale=alt.Scale(domain=values, range=[colors[v] for v in values] if colors
                                                  else _palette(len(values))),
                                  legend=(alt.Legend(orient="bottom", direction="horizontal",
-                                                    columns=_legend_columns(values)) if legend_below
-                                         else alt.Undefined))
+                                                    columns=_legend_columns(values), symbolOpacity=1)
+                                         if legend_below else alt.Undefined))
     if not band:
         return (alt.Chart(_records(data)).transform_filter(keep).mark_line(point=True).encode(**enc)
                 .properties(width=width, height=height))

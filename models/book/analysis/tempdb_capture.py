@@ -68,3 +68,31 @@ def round_trip(values: dict[str, Any] | None = None, *, start_s: float = WINDOW[
         f = fitting.answer(snap, replicates=replicates)
         table = whatif.table(f, snap) if f.params else pd.DataFrame([])
     return RoundTrip(values, snap, f, params_table(f, values), table)
+
+
+def significant(x: float, digits: int = 3) -> float:
+    """``x`` to ``digits`` significant digits: what a range of a few percent can say."""
+    return float(f"{x:.{digits}g}")
+
+
+def shown_params(trip: RoundTrip) -> pd.DataFrame:
+    """The round trip's fitted values (three significant digits, with their range and span over the bands) and
+    the settings read from the capture, each beside the value the capture was made at."""
+    p = trip.params.set_index("parameter")
+    fitted = [{"parameter": name, "basis": "fitted", "estimate": significant(p.loc[name, "estimate"]),
+               "range": f"{significant(p.loc[name, 'low']):g} to {significant(p.loc[name, 'high']):g}",
+               "over the bands": f"{significant(p.loc[name, 'band_low']):g} to "
+                                 f"{significant(p.loc[name, 'band_high']):g}",
+               "true": trip.values[name]}
+              for name in p.index[p["basis"] == "fitted"]]
+    read = [{"parameter": name, "basis": "read", "estimate": p.loc[name, "estimate"], "range": "",
+             "over the bands": "", "true": trip.values[name]} for name in p.index[p["basis"] == "read"]]
+    return pd.DataFrame(fitted + read)
+
+
+def shown_whatifs(trip: RoundTrip) -> pd.DataFrame:
+    """Each what-if's gain (times now), its span over the bands and its verdict, as the chapter shows them."""
+    w = trip.whatifs.set_index("change").drop(index="now")
+    return pd.DataFrame({"change": w.index, "x now": w["vs_now"].round(2).values,
+                         "over the bands": [f"x{lo:.2f} to x{hi:.2f}" for lo, hi in zip(w["band_low"], w["band_high"])],
+                         "verdict over the band": w["verdict"].str.split(" [(]").str[0].values})
