@@ -41,16 +41,18 @@ value comes from), with the unfair page latch that Lahoud's lab asks for.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from models.calibration import WAKEUP_BAND_US
 from models.engine import state
-from models.engine.program import DISTRIBUTIONS, EX, FIXED, SH, UP, Program
+from models.engine.program import DISTRIBUTIONS, EX, SH, UP, Program
 from models.params import Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput, wakeup_band
 from models.workload import LatchSpec, Workload
 
 PAGES_PER_EXTENT = 8
@@ -356,12 +358,8 @@ def check(values: dict[str, Any]) -> None:
             f"busy schedulers: use at most {MAX_OBJECTS:,} (a shorter window or more CPU per object)")
 
 
-# ----------------------------------------------------------------------------- the fit (issue 45)
+# ----------------------------------------------------------------------------- the fit
 
-import re  # noqa: E402  (the fit's own imports, kept below the physics)
-
-from models.calibration import WAKEUP_BAND_US  # noqa: E402
-from models.scenarios.base import Band, Change, wakeup_band  # noqa: E402
 
 # @@VERSION's first line a capture of the model states for each version (real builds: Microsoft's build lists).
 VERSION_STRINGS = {
@@ -421,7 +419,7 @@ def _metadata_setting(snap: Any, version: str) -> tuple[str, str]:
         if VERSIONS[version].memory_optimized_ok:
             return "latched", (f"{MISSING}no tempdb_metadata_memory_optimized setting on a {version} server, so "
                                "latched assumed (SERVERPROPERTY('IsTempdbMetadataMemoryOptimized') would say)")
-        return "latched", f"SQL Server before 2019 has no memory-optimized tempdb metadata"
+        return "latched", "SQL Server before 2019 has no memory-optimized tempdb metadata"
     if flag and not VERSIONS[version].memory_optimized_ok:
         raise FitError(f"the capture says tempdb's metadata is memory-optimized (tempdb_metadata_memory_optimized=1) "
                        f"but its version behaves as {version}, before SQL Server 2019 brought it: the version or "
