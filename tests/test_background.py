@@ -35,7 +35,7 @@ CORPUS = sorted(CAPTURES.glob("*.csv"))  # the generated corpus (published/ hold
 LABELS = {"PAGELATCH", "APPEND_ONLY_STORAGE_INSERT_POINT", "NESTING_TRANSACTION_FULL", "RESOURCE_SEMAPHORE",
           "MEMORY_ALLOCATION_EXT", "LATCH_EX", "tempdb allocation and metadata contention"}
 NAMES = {ev.NOT_A_LATCH, ev.HEALTHY, ev.LOG_WRITES, ev.PARALLELISM, ev.PAGE_READS, ev.LOCK_WAITS, ev.OTHER_WAIT,
-         ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.ALLOCATION_PAGES, ev.UNPLACED_ALLOCATION, ev.GRANT_QUEUE} | LABELS
+         ev.ALLOCATION_PAGES, ev.UNPLACED_ALLOCATION, ev.GRANT_QUEUE} | LABELS
 SIDECAR_KEYS = {"title", "source", "command", "diagnosis", "scenario", "fit", "truth", "background", "names", "notes"}
 
 

@@ -490,8 +490,6 @@ def dop(snap: Snapshot, schedulers: int) -> tuple[int, str]:
 # ids at those intervals are the same issue.
 PFS_INTERVAL = 8_088
 GAM_INTERVAL = 511_232
-TEMPDB_ALLOCATION = "tempdb allocation contention (PFS, GAM, SGAM pages)"
-TEMPDB_METADATA = "tempdb metadata contention (system-table pages)"
 ALLOCATION_PAGES = "allocation-page contention (PFS, GAM, SGAM pages) in a user database"
 UNPLACED_ALLOCATION = "allocation contention (tempdb or the captured database: page rows needed to say which)"
 WRONG_DATABASE = "page latch waits the capture cannot place: capture from the user database"

@@ -349,7 +349,7 @@ def _diagnose(snap: Snapshot) -> Diagnosis:
                 return Diagnosis(spec.diagnosis.label, spec.name, evidence + claimed, advice=told)
     except Refusal as refusal:
         told = advice.also_on_top(snap, waits, clue.top_wait)
-        if refusal.name in (ev.TEMPDB_ALLOCATION, ev.TEMPDB_METADATA, ev.UNPLACED_ALLOCATION):
+        if refusal.name == ev.UNPLACED_ALLOCATION:
             told += advice.tempdb_advice(snap)
         elif refusal.name == ev.GRANT_QUEUE:
             told += advice.grant_advice()
@@ -463,11 +463,11 @@ def _check_policy(spec: Scenario, snap: Snapshot, setup: dict[str, Any], given: 
 def assumed_setup(spec: Scenario, assume: dict[str, Any] | None) -> dict[str, Any]:
     """Every parameter's value as the fit assumes it: the scenario's defaults (its fit_defaults over them), with
     ``assume`` on top (checked)."""
+    setup = dict(spec.defaults(), **dict(spec.fit_defaults))
     if assume is None:
-        return dict(spec.defaults(), **dict(spec.fit_defaults))
+        return setup
     if not isinstance(assume, dict):
         raise FitInputError(f"assume={shown(assume)} is not allowed: use a dict of parameter values, or None")
-    setup = dict(spec.defaults(), **dict(spec.fit_defaults))
     for name, value in assume.items():
         try:
             setup[name] = spec.param(name).check(value)

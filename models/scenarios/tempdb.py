@@ -93,7 +93,8 @@ VERSIONS: dict[str, Behaviour] = {
 }
 
 PARAMS = (
-    Param("sessions", "int", 64, "", 1, 4_096, help="sessions creating, filling and dropping temporary tables in a loop"),
+    Param("sessions", "int", 64, "", 1, 4_096,
+          help="sessions creating, filling and dropping temporary tables in a loop"),
     Param("files", "int", 1, "", 1, 128, help="tempdb data files of equal size (allocations go to each in turn)"),
     Param("version", "choice", "2016", choices=tuple(VERSIONS),
           help="SQL Server version: how the allocation pages are latched (2014 = no trace flag 1118)"),
@@ -166,9 +167,14 @@ def latch_kind(values: dict[str, Any], latch: int) -> str:
 # ----------------------------------------------------------------------------- the program
 
 
+def cached_rate(share: float) -> Fraction:
+    """The cached share as the model lays it out: a fraction with a denominator of at most CACHE_BLOCK."""
+    return Fraction(share).limit_denominator(CACHE_BLOCK)
+
+
 def cache_pattern(share: float) -> list[bool]:
     """Which objects of a repeating block are cached ones: ``share`` as a fraction with a small denominator."""
-    rate = Fraction(share).limit_denominator(CACHE_BLOCK)
+    rate = cached_rate(share)
     size = rate.denominator
     return [math.floor((i + 1) * rate) - math.floor(i * rate) == 1 for i in range(size)]
 
@@ -198,15 +204,26 @@ def _metadata(prog: Program, values: dict[str, Any], page: int) -> None:
     _visit(prog, values, metadata_latch(values, page), EX, values["metadata_us"])
 
 
+def allocation_visits(behaviour: Behaviour, page: int) -> tuple[str, ...]:
+    """The allocation pages an object's page ``page`` (counted from 0) is allocated (or freed) through, in order:
+    its mixed extent's SGAM page (the first eight before 2016) or, where it starts a uniform extent, the GAM
+    page; then the PFS page."""
+    if behaviour.mixed_extents and page < MIXED_PAGES:
+        return ("SGAM", "PFS")
+    if page % PAGES_PER_EXTENT == 0:
+        return ("GAM", "PFS")
+    return ("PFS",)
+
+
 def _pages(prog: Program, values: dict[str, Any], file: int, first: int, count: int) -> None:
     """Allocate (or free) pages ``first`` to ``first + count - 1`` of an object in data file ``file``."""
     behaviour = VERSIONS[values["version"]]
+    latch = {"PFS": pfs_latch(file), "GAM": gam_latch(file), "SGAM": sgam_latch(file)}
     for page in range(first, first + count):
-        if behaviour.mixed_extents and page < MIXED_PAGES:
-            _visit(prog, values, sgam_latch(file), behaviour.gam_mode, values["gam_us"])
-        elif page % PAGES_PER_EXTENT == 0:
-            _visit(prog, values, gam_latch(file), behaviour.gam_mode, values["gam_us"])
-        _visit(prog, values, pfs_latch(file), behaviour.pfs_mode, values["pfs_us"])
+        for kind in allocation_visits(behaviour, page):
+            mode, hold = ((behaviour.pfs_mode, values["pfs_us"]) if kind == "PFS"
+                          else (behaviour.gam_mode, values["gam_us"]))
+            _visit(prog, values, latch[kind], mode, hold)
 
 
 def batch_cpu_us(values: dict[str, Any], cached: bool) -> float:
@@ -229,9 +246,8 @@ def _object(prog: Program, values: dict[str, Any], file: int, cached: bool, page
     """One batch with one temporary object in data file ``file``; returns its address."""
     cpu_us = batch_cpu_us(values, cached)
     slices = cpu_slices(values, cpu_us)
-    start = prog.cpu(cpu_us / slices, DISTRIBUTIONS["exponential"])
-    prog.yield_point()
-    for _ in range(slices - 1):
+    start = prog.start()
+    for _ in range(slices):
         prog.cpu(cpu_us / slices, DISTRIBUTIONS["exponential"])
         prog.yield_point()
     first = 1 if cached else 0  # a cached object keeps its first page
@@ -271,16 +287,13 @@ def expected_objects(values: dict[str, Any]) -> int:
 def visits_per_object(values: dict[str, Any]) -> dict[str, float]:
     """Mean page-latch visits of one batch to each kind of page (PFS, GAM, SGAM, metadata), both ways."""
     behaviour = VERSIONS[values["version"]]
-    share = float(Fraction(values["cached_share"]).limit_denominator(CACHE_BLOCK))
+    share = float(cached_rate(values["cached_share"]))
     counts = dict.fromkeys(KINDS, 0.0)
     for cached, weight in ((False, 1.0 - share), (True, share)):
         first = 1 if cached else 0
         for page in range(first, values["pages_per_object"]):
-            if behaviour.mixed_extents and page < MIXED_PAGES:
-                counts["SGAM"] += 2 * weight
-            elif page % PAGES_PER_EXTENT == 0:
-                counts["GAM"] += 2 * weight
-            counts["PFS"] += 2 * weight
+            for kind in allocation_visits(behaviour, page):
+                counts[kind] += 2 * weight
         if not cached:
             counts["metadata"] += 2 * weight
     if values["metadata"] == "memory-optimized":
@@ -294,15 +307,15 @@ def _collect(values: dict[str, Any]):
     def collect(final: state.State) -> dict[str, Any]:
         waits = final.latch_waits  # (latch, mode, column)
         by_page = {}
-        for latch in range(waits.shape[0]):
-            count = float(waits[latch, :, state.LW_COUNT].sum())
-            if count > 0:
-                by_page[page_name(values, latch)] = (count, float(waits[latch, :, state.LW_TIME].sum()) / 1000.0)
         by_kind = {kind: [0.0, 0.0, 0] for kind in KINDS}
         for latch in range(waits.shape[0]):
+            count = float(waits[latch, :, state.LW_COUNT].sum())
+            ms = float(waits[latch, :, state.LW_TIME].sum()) / 1000.0
+            if count > 0:
+                by_page[page_name(values, latch)] = (count, ms)
             entry = by_kind[latch_kind(values, latch)]
-            entry[0] += float(waits[latch, :, state.LW_COUNT].sum())
-            entry[1] += float(waits[latch, :, state.LW_TIME].sum()) / 1000.0
+            entry[0] += count
+            entry[1] += ms
             entry[2] += int(final.latches[latch, state.L_ACQ])
         return {"page_waits": by_page,  # page -> (waits, wait ms)
                 "kind_waits": {k: tuple(v) for k, v in by_kind.items()}}  # kind -> (waits, wait ms, acquires)
@@ -321,15 +334,15 @@ def build(values: dict[str, Any]) -> Workload:
     latches = [LatchSpec("BUFFER", "PAGELATCH", shown_modes=("UP", "EX"), **latch_knobs(values))
                for _ in range(3 * values["files"] + values["metadata_pages"])]
     objects = expected_objects(values)
-    visits = sum(visits_per_object(values).values())
+    visits = visits_per_object(values)
     return Workload(
         program=prog, worker_start=starts, worker_scheduler=[w % values["schedulers"] for w in range(n)],
         worker_arrival_us=[0.0] * n, worker_daemon=[False] * n, worker_kind=["session"] * n,
         latches=latches, schedulers=values["schedulers"], quantum_us=values["quantum_ms"] * 1000.0,
         context_switch_us=values["context_switch_us"], wakeup_us=values["wakeup_us"],
-        expected_acquires=max(1, math.ceil(objects * visits)),  # sizes the event budget
+        expected_acquires=max(1, math.ceil(objects * sum(visits.values()))),  # sizes the event budget
         window_us=values["window_ms"] * 1000.0, count_units=True, collect=_collect(values),
-        extra={"visits_per_object": visits_per_object(values), "block_objects": len(addresses),
+        extra={"visits_per_object": visits, "block_objects": len(addresses),
                "behaviour": VERSIONS[values["version"]].source},
     )
 
@@ -492,11 +505,11 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     which the model gives the capture's objects per second, page latch wait per second of each kind whose hold is
     fitted and (given) the schedulers' busy ms per second (the method of simulated moments).
 
-    Newton's method in log space on the model's own runs (one seed, set by the capture: calibration_seed; the fit is a pure function of its
-    input), least squares where the moments outnumber the unknowns, each unknown moved by at most a factor of 4 a
-    step, the Jacobian from forward differences; the best point tried is kept, and how close it came is said
-    (and returned: the worst moment's miss, in log).  The time off the scheduler is kept above THINK_FLOOR_US (log
-    space has no 0).
+    Newton's method in log space on the model's own runs (one seed, set by the capture: calibration_seed; the
+    fit is a pure function of its input), least squares where the moments outnumber the unknowns, each unknown
+    moved by at most a factor of 4 a step, the Jacobian from forward differences; the best point tried is kept,
+    and how close it came is said (and returned: the worst moment's miss, in log).  The time off the scheduler
+    is kept above THINK_FLOOR_US (log space has no 0).
     """
     from models.fitting.evidence import FitError
 
@@ -806,7 +819,7 @@ def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
     )
 
     units = float(result.extra.get("units", 0))
-    share = float(Fraction(values["cached_share"]).limit_denominator(CACHE_BLOCK))
+    share = float(cached_rate(values["cached_share"]))
     rows = [{"source": "counter", "name": BATCHES, "count": units},
             {"source": "counter", "name": TRANSACTIONS, "count": units},
             {"source": "counter", "name": VERSION_KB, "count": 0.0},

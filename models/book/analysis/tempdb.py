@@ -53,6 +53,8 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
+from models.engine.program import MODE_NAMES
+from models.fitting.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page  # noqa: F401 (the chapter quotes them)
 from models.scenarios import tempdb as scenario
 
 NOTEBOOK = {"sessions": 16, "schedulers": 4, "calls": 16 * 120, "off_s": 35.419, "on_s": 26.784}
@@ -201,36 +203,20 @@ def kind_split(result: "models.Result") -> pd.DataFrame:
 # Everything below is the chapter's: tables and runs it shows, built from the calibration above and the stored
 # band (book/data/tempdb_band.csv, python -m models sweep tempdb_band).
 
-PFS_INTERVAL = 8_088      # pages a PFS page tracks (KB 2154845; Microsoft Learn, pages and extents)
-GAM_INTERVAL = 511_232    # pages a GAM or SGAM page tracks: 63,904 extents (Kehayias 2012; Davis 2012)
-SHOWN_SEEDS = (1,)        # the chapter's single runs (DMV tables, timeline): seed 1
-
-
 def page_kind(page: int) -> str:
     """What a data-file page is by its number alone (Davis's corrected formulas): PFS, GAM, SGAM or other.
 
-    The same tests the chapter's T-SQL applies to a waiter's 2:f:p; 'other' is a system table's or an object's
-    page, to be named by its object (sys.dm_db_page_info on SQL Server 2019 and later).
+    The same tests the chapter's T-SQL applies to a waiter's 2:f:p (the fit's, evidence.allocation_page); 'other'
+    is a system table's or an object's page, to be named by its object (sys.dm_db_page_info on SQL Server 2019
+    and later).
     """
-    if page == 1 or page % PFS_INTERVAL == 0:
-        return "PFS"
-    if page == 2 or page % GAM_INTERVAL == 0:
-        return "GAM"
-    if page == 3 or (page - 1) % GAM_INTERVAL == 0:
-        return "SGAM"
-    return "other"
+    return allocation_page(page) or "other"
 
 
 def fitted_rows(band: pd.DataFrame, policy: str = POLICY) -> pd.DataFrame:
     """The stored band's rows of one latch policy at which the notebook's 35.419 s could be fitted."""
     rows = band[(band["policy"] == policy) & band["fits"].astype(bool)]
     return rows.sort_values("metadata_us").reset_index(drop=True)
-
-
-def band_extent(band: pd.DataFrame, column: str, policy: str = POLICY) -> tuple[float, float]:
-    """The lowest and highest value of ``column`` over the fitted rows of ``policy``."""
-    rows = fitted_rows(band, policy)
-    return float(rows[column].min()), float(rows[column].max())
 
 
 def notebook_values(row: pd.Series) -> dict[str, Any]:
@@ -321,10 +307,10 @@ def comparison_table(band: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     low = min(r["lab_off_per_s"].min(), fair["lab_off_per_s"].min())
     high = max(r["lab_off_per_s"].max(), fair["lab_off_per_s"].max())
     out = [
-        ("notebook: 1,920 calls, memory-optimized metadata", f"{NOTEBOOK['on_s']} s", span("notebook_on_s", ".2f", "s"),
-         "fitted (CPU per call)"),
-        ("notebook: 1,920 calls, disk-based system tables", f"{NOTEBOOK['off_s']} s", span("notebook_off_s", ".2f", "s"),
-         "fitted (system-table CPU, at every hold)"),
+        ("notebook: 1,920 calls, memory-optimized metadata", f"{NOTEBOOK['on_s']} s",
+         span("notebook_on_s", ".2f", "s"), "fitted (CPU per call)"),
+        ("notebook: 1,920 calls, disk-based system tables", f"{NOTEBOOK['off_s']} s",
+         span("notebook_off_s", ".2f", "s"), "fitted (system-table CPU, at every hold)"),
         ("notebook: where sessions wait", "PAGELATCH_EX on 2:1:118 (sysschobjs)",
          "PAGELATCH_EX on 2:1:118", "built in (the model's one system-table page)"),
         ("lab: 30,000 calls, memory-optimized metadata", f"about {LAB['on_s']:.0f} s, about {LAB['on_per_s']:.0f}/s",
@@ -379,18 +365,6 @@ def ward_table(policy: str = POLICY, seeds: Iterable[int] = FIT_SEEDS) -> pd.Dat
                              **{f"test_{k}_per_s": v for k, v in rates.items()},
                              "order": " > ".join(map(str, order)), "as_ward": order == WARD_ORDER,
                              "test_2_vs_1_pct": 100.0 * (rates[2] / rates[1] - 1.0)})
-    return pd.DataFrame(rows)
-
-
-def ward_gam_share(policy: str = POLICY, cpu_us: float = 100.0, metadata_us: float = 20.0,
-                   allocation_us: float = ALLOCATION_US) -> pd.DataFrame:
-    """Where each of Ward's tests waits (seed 1): wait ms by page kind, per test."""
-    rows = []
-    for k, v in WARD_TESTS.items():
-        res = run(dict(WARD_SETUP, policy=policy, cpu_per_object_us=cpu_us, metadata_us=metadata_us,
-                       pfs_us=allocation_us, gam_us=allocation_us), seed=1, **v)
-        split = kind_split(res).set_index("page")["wait_ms"]
-        rows.append({"test": k, **{f"{kind}_wait_ms": float(split.get(kind, 0.0)) for kind in scenario.KINDS}})
     return pd.DataFrame(rows)
 
 
@@ -452,10 +426,9 @@ def panel_headline(result: "models.Result") -> str:
 
 def version_table() -> pd.DataFrame:
     """What each version of the model does, from scenario.VERSIONS, with its source."""
-    mode = {scenario.UP: "UP", scenario.SH: "SH"}
     rows = [{"version": "2014 (no TF 1118)" if name == "2014" else name,
              "first 8 pages": "mixed extents (SGAM)" if b.mixed_extents else "uniform extents",
-             "PFS update": mode[b.pfs_mode], "GAM/SGAM update": mode[b.gam_mode],
+             "PFS update": MODE_NAMES[b.pfs_mode], "GAM/SGAM update": MODE_NAMES[b.gam_mode],
              "memory-optimized metadata": "available" if b.memory_optimized_ok else "no",
              "source": b.source} for name, b in scenario.VERSIONS.items()]
     return pd.DataFrame(rows)
