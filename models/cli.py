@@ -255,7 +255,7 @@ def _run(scenario: str | None, assignments: list[str], as_json: bool) -> None:
 
 def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | None, start_s: float,
               xevents: bool) -> None:
-    """Print the CSV a capture of the scenario's run would give (see models.fitting.snapshot)."""
+    """Print the CSV a capture of the scenario's run would give (see models.counters.snapshot)."""
     from models.fitting.capture import from_model
 
     if scenario is None or "=" in scenario:
@@ -378,7 +378,7 @@ def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
 def _diagnosed(path: str, as_json: bool) -> tuple[Any, Any]:
     """The snapshot at ``path`` and its diagnosis, printed at once in text mode (the fit after it takes seconds)."""
     from models.fitting import fit as fitting
-    from models.fitting.snapshot import read
+    from models.counters.snapshot import read
 
     snap = read(path)
     diagnosis = fitting.diagnose(snap)

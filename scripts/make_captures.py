@@ -32,13 +32,13 @@ from models.book.analysis import cci as cci_book  # noqa: E402
 from models.book.analysis import nested, your_server  # noqa: E402
 from models.book.analysis import version_store as version_book  # noqa: E402
 from models.files import write_bytes_atomic  # noqa: E402
-from models.fitting import evidence as ev  # noqa: E402
+from models.counters import evidence as ev  # noqa: E402
 from models.fitting.background import (  # noqa: E402
     AG_IDLE_WAITS, IDLE_WAITS, SQL_2016, SQL_2017_CU13, SQL_2022, Background, capture_text, json_ready,
     server_only, with_background,
 )
 from models.fitting.capture import from_model  # noqa: E402
-from models.fitting.snapshot import Snapshot, parse  # noqa: E402
+from models.counters.snapshot import Snapshot, parse  # noqa: E402
 
 OUT = ROOT / "tests" / "captures"
 # Chapter 9 walks through this one capture: it is written to the book's data too, the same bytes.

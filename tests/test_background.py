@@ -20,14 +20,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.fitting import evidence as ev
+from models.counters import evidence as ev
 from models.fitting.background import (
     AG_IDLE_WAITS, IDLE_WAITS, MODEL_INDEX, SOURCE_ORDER, Background, capture_text, server_only, to_crlf,
     with_background,
 )
 from models.fitting.capture import from_model
 from models.fitting.fit import BENIGN
-from models.fitting.snapshot import CPU_SLACK, DELTAS, Snapshot, parse, read
+from models.counters.snapshot import CPU_SLACK, DELTAS, Snapshot, parse, read
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "captures"

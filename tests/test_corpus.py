@@ -16,10 +16,10 @@ import pytest
 
 from models.book.analysis.your_server import ACTING_VALUES
 from models.cli import main
-from models.fitting import evidence
+from models.counters import evidence
 from models.fitting import fit as fitting
 from models.fitting import whatif
-from models.fitting.snapshot import read
+from models.counters.snapshot import read
 
 CAPTURES = Path(__file__).parent / "captures"
 PATHS = sorted([*CAPTURES.glob("*.csv"), *(CAPTURES / "published").glob("*.csv")])
@@ -157,7 +157,7 @@ def test_a_change_says_what_it_costs_that_the_model_lacks():
 
 
 def test_a_count_0_row_longer_than_its_waits_could_be_is_refused_naming_it():
-    from models.fitting.snapshot import InconsistentSnapshot, parse
+    from models.counters.snapshot import InconsistentSnapshot, parse
 
     text = (CAPTURES / "hot_page_sales.csv").read_text()
     row = next(line for line in text.splitlines() if line.startswith("wait,PAGELATCH_SH,"))
@@ -167,7 +167,7 @@ def test_a_count_0_row_longer_than_its_waits_could_be_is_refused_naming_it():
 
 
 def test_the_ssms_column_header_line_is_skipped():
-    from models.fitting.snapshot import parse
+    from models.counters.snapshot import parse
 
     text = (CAPTURES / "hot_page_sales.csv").read_text()
     assert parse("csv\r\n" + text).rows.equals(parse(text).rows)
@@ -194,7 +194,7 @@ def _capture(settings: dict, rows: list[str]) -> str:
 
 
 def test_the_cpu_queue_per_switch_follows_from_the_runnable_tasks_by_littles_law():
-    from models.fitting.snapshot import parse
+    from models.counters.snapshot import parse
 
     text = _capture({"interval_s": 2, "schedulers": 2, "runnable_tasks": 3.0},
                     ["scheduler,0,40000,1500,,,,,", "scheduler,1,20000,1500,,,,,",
@@ -215,8 +215,8 @@ def test_a_signal_wait_longer_than_any_hand_off_leaves_its_cpu_queueing_to_the_c
 
 
 def test_a_partial_capture_lists_each_default_section_it_lacks():
-    from models.fitting import advice
-    from models.fitting.snapshot import parse
+    from models.counters import advice
+    from models.counters.snapshot import parse
 
     snap = parse(_capture({"interval_s": 10}, ["wait,WRITELOG,5000,50000,80,100,,,",
                                                "latch,ACCESS_METHODS_DATASET_PARENT,3,1,1,,,,"]))
@@ -231,16 +231,16 @@ def test_a_partial_capture_lists_each_default_section_it_lacks():
 @pytest.mark.parametrize("wait, name", [("CXPACKET", evidence.PARALLELISM), ("PAGEIOLATCH_SH", evidence.PAGE_READS),
                                         ("LCK_M_X", evidence.LOCK_WAITS), ("THREADPOOL", evidence.OTHER_WAIT)])
 def test_other_top_waits_are_named_with_where_to_look(wait, name):
-    from models.fitting.snapshot import parse
+    from models.counters.snapshot import parse
 
     d = fitting.diagnose(parse(_capture({"interval_s": 10, "schedulers": 4}, [f"wait,{wait},5000,50000,80,100,,,"])))
     assert d.name == name and d.advice and d.scenario is None
 
 
 def test_tempdb_advice_reads_the_version():
-    from models.fitting import advice
+    from models.counters import advice
     from models.fitting.background import SQL_2016, SQL_2022
-    from models.fitting.snapshot import parse
+    from models.counters.snapshot import parse
 
     def said(version: str) -> str:
         return " ".join(advice.tempdb_advice(parse(_capture(
@@ -260,7 +260,7 @@ def test_a_drawn_background_is_the_same_for_the_same_seed_and_parses():
 
     from models.fitting.background import draw_background, with_background
     from models.fitting.capture import from_model
-    from models.fitting.snapshot import parse
+    from models.counters.snapshot import parse
 
     snap = from_model("version-store", {"connections": 12, "window_ms": 300.0}, start_s=0.05, interval_s=0.2)
     texts = [with_background(snap, draw_background(np.random.default_rng([41, 7]), updates=True), 7).to_csv()

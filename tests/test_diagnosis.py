@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from models.fitting import evidence
+from models.counters import evidence
 from models.fitting import fit as fitting
 from models.fitting.capture import from_model
-from models.fitting.snapshot import parse
+from models.counters.snapshot import parse
 from models.scenarios import cci_insert
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -356,7 +356,7 @@ def test_the_capture_script_prints_the_runnable_tasks_and_tempdbs_data_files_as_
     page_samples; runnable_tasks is the mean over the page samples, tempdb_data_files a count of ROWS files."""
     import re
 
-    from models.fitting.snapshot import FLOAT_SETTINGS, SETTINGS
+    from models.counters.snapshot import FLOAT_SETTINGS, SETTINGS
 
     sql = capture_script()
     printed = {int(k): name for k, name in re.findall(r"\(1, (\d+), 'setting', N'(\w+)'", sql)}
@@ -396,7 +396,7 @@ def test_the_capture_script_prints_the_file_io_and_index_update_rows():
     index_update per index beside index_insert; each source in its output group, the old groups' order kept."""
     import re
 
-    from models.fitting.snapshot import SOURCES
+    from models.counters.snapshot import SOURCES
 
     sql = " ".join(capture_script().split())  # whitespace-insensitive
     # The file rows: which DMV column is count and which time_ms, their names, and only data and log files.

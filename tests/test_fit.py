@@ -14,11 +14,11 @@ import warnings
 import pytest
 
 import models
-from models.fitting import evidence
+from models.counters import evidence
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.fitting.snapshot import (
+from models.counters.snapshot import (
     MalformedSnapshot, MissingColumn, NegativeDelta, UnknownSource, ZeroInterval, parse,
 )
 from models.scenarios import cci_insert as cci

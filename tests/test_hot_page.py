@@ -277,7 +277,7 @@ def test_latch_percentiles_come_from_the_class_that_waited():
 
 def test_the_queue_cost_fit_refuses_a_rate_the_model_cannot_fall_to():
     """A capture far slower than the model at the highest queue cost is another bottleneck: a named FitError."""
-    from models.fitting.evidence import FitError
+    from models.counters.evidence import FitError
     values = dict(lpi.SCENARIO.defaults(), inserts_per_session=100)
     with pytest.raises(FitError, match="fewer than the model inserts"):
         lpi.queue_cost(values, 10.0)

@@ -29,7 +29,7 @@ from models.book.analysis import your_server
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.fitting.snapshot import (
+from models.counters.snapshot import (
     MAX_FILE_BYTES, MAX_ROWS, InconsistentSnapshot, OutOfRange, SnapshotTooLarge, parse, read,
 )
 from models.params import RUN_OPTIONS, Param, ParameterError

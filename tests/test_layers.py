@@ -1,7 +1,9 @@
 """The package's layers import downwards only, checked from the source with ``ast`` (nothing is imported).
 
 From the bottom: the engine (``models/engine/``) knows nothing else; the
-scenarios, the fitting code and the rest of ``models/`` build on it; the book
+counters (``models/counters/``: what a capture says), then the scenarios, which
+read them, then the fitting, which asks the scenarios, and the rest of
+``models/`` build on it; the book
 layer (``models/book/``) sits on top of them, and inside it ``stored`` and
 ``sweep`` are at the bottom, the grids (``sweeps/``) and the chapters'
 computations (``analysis/``) above them, then ``charts`` (which draw data they
@@ -104,6 +106,12 @@ RULES = (
     Rule("stored is the book layer's bottom: it imports nothing from models.book",
          lambda importer: importer == "models.book.stored",
          lambda target: _within(target, BOOK)),
+    Rule("scenarios never import models.fitting (the fitting asks the scenarios, never the reverse)",
+         lambda importer: _within(importer, "models.scenarios"),
+         lambda target: _within(target, "models.fitting")),
+    Rule("counters (what a capture says) import neither the scenarios nor the fitting that both read them",
+         lambda importer: _within(importer, "models.counters"),
+         lambda target: _any_within(target, ("models.scenarios", "models.fitting"))),
 )
 
 # (importer, target) pairs that break a rule on purpose, each with its reason.  An entry that no longer
@@ -151,7 +159,7 @@ def test_every_allowed_exception_is_still_needed():
 
 def test_the_rules_catch_a_breach():
     """The rules themselves, on made-up imports: each governs what it should and flags what it should."""
-    engine, outside, charts, analysis, stored = RULES
+    engine, outside, charts, analysis, stored, scenarios, counters = RULES
     assert engine.governs("models.engine.loop") and engine.breaks("models.workload")
     assert not engine.breaks("models.engine.state") and not engine.breaks("numpy")
     assert outside.governs("models.scenarios.convoy") and outside.breaks("models.book.stored")
@@ -161,3 +169,7 @@ def test_the_rules_catch_a_breach():
     assert analysis.governs("models.book.analysis.validation") and analysis.breaks("models.book.charts")
     assert not analysis.breaks("models.book.sweep")
     assert stored.governs("models.book.stored") and stored.breaks("models.book.sweep")
+    assert scenarios.governs("models.scenarios.tempdb") and scenarios.breaks("models.fitting.fit")
+    assert not scenarios.breaks("models.counters.evidence") and not scenarios.governs("models.fitting.fit")
+    assert counters.governs("models.counters.evidence") and counters.breaks("models.scenarios.base")
+    assert counters.breaks("models.fitting.fit") and not counters.breaks("models.params")

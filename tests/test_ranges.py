@@ -19,7 +19,7 @@ from models.fitting import coverage
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.fitting.snapshot import Snapshot
+from models.counters.snapshot import Snapshot
 
 LAST_PAGE = "last-page-insert"
 

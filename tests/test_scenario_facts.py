@@ -42,7 +42,7 @@ def _strings_outside_docstrings(path: Path) -> list[tuple[int, str]]:
 def test_no_generic_module_names_a_scenario(module: str) -> None:
     """A scenario's name as a string in a generic module is a table kept outside its Scenario; the "tempdb"
     scenario shares its name with the database, which the snapshot's modules name as a database."""
-    from models.fitting.snapshot import SYSTEM_DATABASES
+    from models.counters.snapshot import SYSTEM_DATABASES
 
     names = set(models.scenarios())
     found = [(line, text) for line, text in _strings_outside_docstrings(ROOT / module)

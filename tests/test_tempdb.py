@@ -19,7 +19,7 @@ from scipy import stats
 import models
 from models import ParameterError, analytic
 from models.book.analysis import validation
-from models.fitting.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page
+from models.counters.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page
 from models.scenarios import tempdb
 
 FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0, "policy": "fair"}  # FIFO hand-off at no cost

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from models.book.analysis import tempdb_capture
-from models.fitting import evidence
+from models.counters import evidence
 from models.fitting import fit as fitting
 from models.fitting import whatif
-from models.fitting.snapshot import OutOfRange, parse, read
+from models.counters.snapshot import OutOfRange, parse, read
 from models.params import ParameterError
 from models.scenarios import tempdb
 

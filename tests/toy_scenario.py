@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from models.engine.program import EX, Program
-from models.fitting import evidence
-from models.fitting.snapshot import Snapshot
+from models.counters import evidence
+from models.counters.snapshot import Snapshot
 from models.params import Param, common_params, latch_knobs
 from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput, no_rows
 from models.workload import LatchSpec, Workload

@@ -7,7 +7,7 @@ WHAT IT DOES
     Reads the server's latch, wait and spinlock counters (and a few others)
     twice, @interval_s seconds apart, and prints what changed between the two
     reads as one CSV: one result set with one column, csv, one line a row.
-    The format is the one models/fitting/snapshot.py defines: the header line, the
+    The format is the one models/counters/snapshot.py defines: the header line, the
     settings of the capture, then one row per DMV row that moved:
 
         setting    interval_s, schedulers, maxdop, sessions, database_sessions, database_cpu_ms,

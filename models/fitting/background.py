@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from models.fitting.snapshot import (
+from models.counters.snapshot import (
     ACTIVE_TEMP_TABLES, BATCHES, CPU_SLACK, DELTA_ROWGROUPS_CREATED, FORCED_GRANTS, GRANT_TIMEOUTS, NUMBERS,
     ROWGROUPS_COMPRESSED, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TEMPDB_ID, TRANSACTIONS,
     VERSION_CLEANUP_KB, VERSION_KB, VERSION_STORE_KB, Snapshot, setting_range,

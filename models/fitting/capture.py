@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pandas as pd
 
 import models
-from models.fitting.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Snapshot, point_in_time
+from models.counters.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Snapshot, point_in_time
 from models.params import MAX_SIM_MS, ParameterError, shown
 from models.scenarios.base import Scenario
 

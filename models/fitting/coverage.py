@@ -30,7 +30,7 @@ import pandas as pd
 import models
 from models.fitting import fit as fitting
 from models.fitting.capture import from_model
-from models.fitting.evidence import FitError
+from models.counters.evidence import FitError
 from models.params import ParameterError
 
 STUDY_SEED = 20_261_125  # the draws of true values: trip k uses numpy's generator seeded [STUDY_SEED, k]

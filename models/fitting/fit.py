@@ -49,11 +49,11 @@ import numpy as np
 
 import models
 from models.figures import FITTED, significant
-from models.fitting import advice
-from models.fitting import evidence as ev
+from models.counters import advice
+from models.counters import evidence as ev
 from models.fitting.capture import from_model
-from models.fitting.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
-from models.fitting.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot, point_in_time
+from models.counters.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
+from models.counters.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot, point_in_time
 from models.params import ParameterError, shown
 from models.scenarios.base import Scenario
 
@@ -304,12 +304,12 @@ def diagnose(snap: Snapshot) -> Diagnosis:
     """The dominant contention: the top wait that is work waiting, and the first scenario whose rule claims it.
 
     Page latch waits on a user database's allocation pages, or that cannot be placed, are named first
-    (:func:`models.fitting.evidence.page_latch_elsewhere`); then each
+    (:func:`models.counters.evidence.page_latch_elsewhere`); then each
     scenario's :class:`~models.scenarios.base.DiagnosisRule` is asked in rank
     order.  A rule that recognises its family's pattern but has no model for
     it refuses (:class:`Refusal`): the diagnosis is then what the refusal
     names, and no model is fitted.  A top wait no rule claims is named with
-    where to look (:mod:`models.fitting.advice`).  Every diagnosis lists the
+    where to look (:mod:`models.counters.advice`).  Every diagnosis lists the
     default sections the capture lacks.
     """
     found = _diagnose(snap)
@@ -765,7 +765,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
              assume: dict[str, Any] | None = None, progress: Callable[[float], None] | None = None) -> Fit:
     """:func:`fit` under one value of every assumption."""
     if not isinstance(snap, Snapshot):
-        raise FitInputError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.fitting.snapshot.read or parse")
+        raise FitInputError(f"snap={type(snap).__name__} is not a Snapshot: read one with models.counters.snapshot.read or parse")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or not MIN_REPLICATES <= replicates <= 100:
         raise FitInputError(f"replicates={shown(replicates)} is out of range: use an integer from {MIN_REPLICATES} to 100 "
                        "(the refits whose spread gives each range)")

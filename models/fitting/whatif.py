@@ -22,7 +22,7 @@ import pandas as pd
 import models
 from models.fitting.fit import TARGET_VISITS, Fit
 from models.fitting.fit import sized, t_quantile
-from models.fitting.snapshot import Snapshot
+from models.counters.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
 from models.scenarios.base import Change, Scenario

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from models.params import MAX_DOP, MAX_SCHEDULERS, MAX_SESSIONS, Param
 
 if TYPE_CHECKING:  # imported only for the annotations
-    from models.fitting.evidence import Clue, Point
-    from models.fitting.snapshot import Snapshot
+    from models.counters.evidence import Clue, Point
+    from models.counters.snapshot import Snapshot
     from models.result import Result
     from models.workload import Workload
 
@@ -69,7 +69,7 @@ class DiagnosisRule:
 
     ``claims`` reads the capture's clues (its top wait, latch family and
     class) and returns the evidence that this scenario explains it, None when
-    the pattern is not its own, or raises :class:`models.fitting.evidence.Refusal`
+    the pattern is not its own, or raises :class:`models.counters.evidence.Refusal`
     when the pattern is its family's but no model here covers it.  Rules are
     tried in ``rank`` order (specific patterns first); ``label`` and
     ``looks_like`` are how the diagnosis is named and described; ``advice``

@@ -42,8 +42,8 @@ import pandas as pd
 
 from models.engine import state
 from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
-from models.fitting import evidence
-from models.fitting.snapshot import ROWGROUPS_COMPRESSED, Snapshot
+from models.counters import evidence
+from models.counters.snapshot import ROWGROUPS_COMPRESSED, Snapshot
 from models.params import Param, ParameterError, scheduling_params
 from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.scenarios.cci_insert import NOT_KNOWN, ROWGROUP_ROWS

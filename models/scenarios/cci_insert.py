@@ -46,8 +46,8 @@ import pandas as pd
 from models.engine import state
 from models.engine.program import BR_ALWAYS, BR_FAILED, BR_FORCED, Program
 from models.engine.state import GRANT_FORCED, GRANT_GRANTED, GRANT_OUTCOMES
-from models.fitting import evidence
-from models.fitting.snapshot import (
+from models.counters import evidence
+from models.counters.snapshot import (
     DELTA_ROWGROUPS_CREATED, FORCED_GRANTS, GRANT_TIMEOUTS, ROWGROUPS_COMPRESSED, Snapshot,
 )
 from models.params import MAX_DOP, Param, ParameterError, scheduling_params

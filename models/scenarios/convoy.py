@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, Program
-from models.fitting import evidence
-from models.fitting.snapshot import BATCHES, Snapshot
+from models.counters import evidence
+from models.counters.snapshot import BATCHES, Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
 from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload

@@ -61,8 +61,8 @@ from models.engine.program import (
     FIND_LEAF, FIND_PARENT, FIND_ROOT, FIXED, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT, SCALED, SH, UP,
     Program, register,
 )
-from models.fitting import evidence
-from models.fitting.snapshot import BATCHES, TRANSACTIONS, Snapshot
+from models.counters import evidence
+from models.counters.snapshot import BATCHES, TRANSACTIONS, Snapshot
 from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
 from models.scenarios.base import (
@@ -541,7 +541,7 @@ def claims(clue: evidence.Clue) -> list[str] | None:
     hold at least HOT_SHARE of the instance's page latch waits, the sampled
     waiters must be on the captured database's pages, and the waits must be
     writers' (EX above SH).  Tempdb and allocation pages were named before
-    this rule (:func:`models.fitting.evidence.page_latch_elsewhere`); a
+    this rule (:func:`models.counters.evidence.page_latch_elsewhere`); a
     capture whose index rows are empty or a system database's refuses,
     naming the database context.
     """

@@ -28,8 +28,8 @@ import math
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, EXPONENTIAL, FIXED, Program
-from models.fitting import evidence
-from models.fitting.snapshot import Snapshot
+from models.counters import evidence
+from models.counters.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
 from models.scenarios.base import LOWER_MAXDOP, Band, Capture, Change, DiagnosisRule, Scenario, Throughput
 from models.workload import LatchSpec, Workload

@@ -425,7 +425,7 @@ def version_of(text: str | None) -> tuple[str | None, str]:
 
 def _metadata_setting(snap: Any, version: str) -> tuple[str, str]:
     """latched or memory-optimized, from the tempdb_metadata_memory_optimized setting, and how it was read."""
-    from models.fitting.evidence import MISSING, FitError
+    from models.counters.evidence import MISSING, FitError
 
     flag = snap.setting("tempdb_metadata_memory_optimized")
     if flag is None:
@@ -448,7 +448,7 @@ def page_moments(snap: Any) -> tuple[dict[str, float], dict[str, float], float]:
     page latch wait time, which sys.dm_os_wait_stats gives for the whole instance (every PAGELATCH mode).  GAM and
     SGAM pages are one kind (``gam_us`` holds both).
     """
-    from models.fitting import evidence
+    from models.counters import evidence
 
     pages = evidence.waited_pages(snap)
     total = sum(p.waiters for p in pages)
@@ -511,7 +511,7 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     and how close it came is said (and returned: the worst moment's miss, in log).  The time off the scheduler
     is kept above THINK_FLOOR_US (log space has no 0).
     """
-    from models.fitting.evidence import FitError
+    from models.counters.evidence import FitError
 
     think = busy_ms_per_s is not None
     names = ("cpu_per_object_us", *(("think_us",) if fit_think else ()), *holds)
@@ -585,9 +585,9 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
     shares of the instance's PAGELATCH wait time).  A kind with no waiters, or latched shared on this version,
     tells nothing of its hold: it is assumed at the model's value and banded.
     """
-    from models.fitting import evidence
-    from models.fitting.evidence import MISSING, FitError
-    from models.fitting.snapshot import (
+    from models.counters import evidence
+    from models.counters.evidence import MISSING, FitError
+    from models.counters.snapshot import (
         ACTIVE_TEMP_TABLES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, VERSION_CLEANUP_KB, VERSION_KB,
         VERSION_STORE_KB,
     )
@@ -791,7 +791,7 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
 def claims(clue: Any) -> list[str] | None:
     """PAGELATCH waits whose sampled waiters are at least half on tempdb's pages: allocation pages (PFS, GAM,
     SGAM) and its system tables' pages (metadata) alike."""
-    from models.fitting import evidence
+    from models.counters import evidence
 
     if clue.family == "PAGELATCH" and evidence.tempdb_share(clue.snap) >= 0.5:
         return evidence.tempdb_pages_seen(clue.snap)
@@ -801,7 +801,7 @@ def claims(clue: Any) -> list[str] | None:
 def standard_advice(snap: Any) -> list[str]:
     """Microsoft's tempdb advice read against the capture's file count, schedulers and version (named first: the
     rule's rank is 0, as the tempdb refusal it replaces came before every rule)."""
-    from models.fitting import advice
+    from models.counters import advice
 
     return advice.tempdb_advice(snap)
 
@@ -813,7 +813,7 @@ def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
     no temporary table waits for deferred destruction and no version is kept (the model has neither); tempdb's
     files (of equal size), metadata setting and version as the capture script prints them.  Active Temp Tables
     is left out: it is the instance's, and the model does not say how many objects other work holds."""
-    from models.fitting.snapshot import (
+    from models.counters.snapshot import (
         BATCHES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TRANSACTIONS, VERSION_CLEANUP_KB, VERSION_KB,
         VERSION_STORE_KB,
     )

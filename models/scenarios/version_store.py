@@ -39,8 +39,8 @@ from fractions import Fraction
 from typing import Any
 
 from models.engine.program import DISTRIBUTIONS, EX, FIXED, Program
-from models.fitting import evidence
-from models.fitting.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
+from models.counters import evidence
+from models.counters.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
 from models.scenarios.base import (

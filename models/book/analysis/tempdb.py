@@ -54,7 +54,7 @@ import pandas as pd
 
 import models
 from models.engine.program import MODE_NAMES
-from models.fitting.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page  # noqa: F401 (the chapter quotes them)
+from models.counters.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page  # noqa: F401 (the chapter quotes them)
 from models.scenarios import tempdb as scenario
 
 NOTEBOOK = {"sessions": 16, "schedulers": 4, "calls": 16 * 120, "off_s": 35.419, "on_s": 26.784}

@@ -21,7 +21,7 @@ import pandas as pd
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.fitting.snapshot import Snapshot
+from models.counters.snapshot import Snapshot
 
 # The values of the chapter's round trip: a SQL Server 2019 server with 8 tempdb data files and its system
 # tables on pages, 64 sessions on 16 schedulers creating a one-page temporary table a batch (every physics

@@ -26,7 +26,7 @@ from models.fitting import coverage
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.fitting.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
+from models.counters.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
 from models.scenarios import cci_insert
 
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
@@ -123,7 +123,7 @@ def load(source: str | bytes | Path) -> Snapshot:
 
 
 def format_table() -> pd.DataFrame:
-    """The snapshot format: each source, the DMV it reads and which column holds what (from models.fitting.snapshot)."""
+    """The snapshot format: each source, the DMV it reads and which column holds what (from models.counters.snapshot)."""
     rows = [{"source": source, "what the row holds": text} for source, text in SOURCES.items()]
     rows += [{"source": f"setting {name}", "what the row holds": text} for name, text in SETTINGS.items()]
     return pd.DataFrame(rows)

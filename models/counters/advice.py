@@ -14,8 +14,8 @@ import re
 
 from typing import TYPE_CHECKING
 
-from models.fitting import evidence as ev
-from models.fitting.snapshot import Snapshot
+from models.counters import evidence as ev
+from models.counters.snapshot import Snapshot
 
 if TYPE_CHECKING:
     import pandas as pd

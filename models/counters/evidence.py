@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.fitting.snapshot import (
+from models.counters.snapshot import (
     BATCHES, DELTA_ROWGROUPS_CREATED, LATCH_SPINS, ROWGROUPS_COMPRESSED, SYSTEM_DATABASES, TEMPDB_ID,
     Snapshot,
 )
@@ -51,7 +51,7 @@ def acquires_and_batches(clue: Clue) -> tuple[float, float]:
 
 
 NOT_A_LATCH = "not a latch problem: look elsewhere"
-# What the diagnosis names when the top wait is not a latch's: each points where to look (see models.fitting.advice).
+# What the diagnosis names when the top wait is not a latch's: each points where to look (see models.counters.advice).
 HEALTHY = "nothing waits enough to be a problem"
 LOG_WRITES = "log writes (WRITELOG): the transaction log's write latency"
 PARALLELISM = "parallelism waits (CXPACKET, CXSYNC_PORT, CXSYNC_CONSUMER): the shape of parallel plans"
