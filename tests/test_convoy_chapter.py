@@ -447,3 +447,75 @@ def test_chapter_2_says_what_x_and_the_signal_share_are():
     # the query's signal-wait column is a mean count of tasks, not a share: summed over classes it can exceed 1
     assert "signal_share_of_interval" not in prose and "AS mean_tasks_in_signal_wait" in prose
     assert "so it can exceed 1" in prose
+
+
+def test_the_escape_odds_at_the_threshold_against_their_closed_forms():
+    """x = threshold / (hold + hand-off); the exact odds are z ** x with z the least root of z = exp(m (z - 1)), found
+    here by the fixed-point iteration from 0 (which climbs to that root) rather than the module's bisection; the
+    diffusion odds are exp(-2 (m - 1) / m x)."""
+    x = cv.threshold_waiters(sweep_def.ONSET_THRESHOLD_MS, 2.0, 200.0)
+    assert x == pytest.approx(1000.0 / 2.2, rel=1e-15)
+    for rate in (455, 460, 480):
+        m = rate * 2.2 / 1000
+        z = 0.0
+        for _ in range(100_000):
+            z = math.exp(m * (z - 1))
+        assert cv.escape_probability(rate, 2.0, 200.0, x) == pytest.approx(z ** x, rel=1e-6)
+        assert cv.escape_probability(rate, 2.0, 200.0, x, exact=False) == pytest.approx(
+            math.exp(-2 * (m - 1) / m * x), rel=1e-12)
+    with pytest.raises(ValueError, match="hold_ms=0"):
+        cv.threshold_waiters(1000.0, 0.0, 200.0)
+
+
+def test_whites_fair_run_as_a_signature_by_hand():
+    """From fairness.PUBLISHED, White's one cited home: 21,949 ms / 271,458 waits = 80.9 us a wait, 3.99 waiters, 48 %
+    of 5.5 s in signal wait; at a 3 us hand-off W x h is 0.81 s, 15 % of the run and 31 % of the signal wait; at the
+    calibrated hand-off it is the whole signal wait (h was set from it)."""
+    from models.book.analysis.fairness import PUBLISHED, RECORDS
+
+    fair = PUBLISHED["fair"]
+    assert (fair["latch_waits"], fair["signal_wait_ms"]) == (271_458, 2_644.0)
+    white = cv.whites_fair_signature(3.0)
+    assert 1000 * white["avg_wait_ms"] == pytest.approx(1000 * 21_949 / 271_458, rel=1e-12)
+    assert white["mean_waiters"] == pytest.approx(21_949 / 5_500, rel=1e-12)
+    assert white["handoff_time_share"] == pytest.approx(0.4807, abs=1e-4)
+    assert white["waits_per_record"] == pytest.approx(271_458 / RECORDS, rel=1e-12) and white["waits_per_record"] < 1
+    assert white["band_low_share"] == pytest.approx(0.148068, rel=1e-9)
+    assert white["band_low_share_of_signal"] == pytest.approx(271_458 * 3 / 2_644_000, rel=1e-12)
+    assert cv.whites_fair_signature(HANDOFF_US)["band_low_share_of_signal"] == pytest.approx(1.0, abs=0.005)
+    with pytest.raises(ValueError, match="band_low_us=-1"):
+        cv.whites_fair_signature(-1.0)
+
+
+def test_waiters_by_length_keeps_a_stable_queue_and_grows_an_overloaded_one():
+    """Without a hand-off at 400 req/s (rho 0.8) the mean waiters is M/D/1's Lq = 1.6 inside its interval; at 499 req/s
+    with a 200 us hand-off (capacity 455/s) the queue grows with the run."""
+    stable = cv.waiters_by_length({"control": {"wakeup_us": 0.0, "context_switch_us": 0.0}}, 400, (20_000,),
+                                  seeds=(1, 2, 3, 4))
+    row = stable.iloc[0]
+    lq = 400 * cv.md1_mean_wait_ms(400, 2.0) / 1000
+    assert abs(row["mean_waiters"] - lq) < row["mean_waiters_ci95"] < 0.5
+    over = cv.waiters_by_length({"band": {"wakeup_us": 198.0, "context_switch_us": 2.0}}, 499, (2_000, 8_000),
+                                seeds=(1, 2, 3)).set_index("requests")
+    assert list(over["run"]) == ["band", "band"] and len(cv.GROWTH_SEEDS) == 8
+    assert (over.loc[8_000, "mean_waiters"] - over.loc[8_000, "mean_waiters_ci95"]
+            > over.loc[2_000, "mean_waiters"] + over.loc[2_000, "mean_waiters_ci95"])
+    with pytest.raises(ValueError, match="seeds"):
+        cv.waiters_by_length({"band": {}}, 499, (2_000,), seeds=())
+
+
+def test_whites_example_table_quotes_his_figures_and_the_models():
+    handoffs = {"free": {"wakeup_us": 0.0, "context_switch_us": 0.0},
+                "calibrated": {"wakeup_us": WAKEUP_US, "context_switch_us": CONTEXT_SWITCH_US},
+                "200 µs": {"wakeup_us": 198.0, "context_switch_us": 2.0}}
+    runs = {name: cv.run(arrival_rate_per_s=1000, arrivals="even", requests=1000, **kw) for name, kw in handoffs.items()}
+    sat = cv.saturation_table(runs, {name: kw["wakeup_us"] + kw["context_switch_us"] for name, kw in handoffs.items()})
+    table = cv.whites_example_table(sat, runs["calibrated"]).set_index("quantity")
+    assert table.loc["capacity, even requests, 2 ms hold", "White (2022)"] == "500 req/s"
+    assert table.loc["capacity, even requests, 2 ms hold", "model"] == "500.0 req/s"
+    assert table.loc["rate below which a queue drains", "model"] == "497.6 (9.7 µs), 454.5 (200 µs)"
+    signal = table.loc["LATCH_EX signal wait per wait"]
+    assert signal["White (2022)"] == f"2,644 ms / 271,458 = {HANDOFF_US:.1f} µs" and signal["model"] == f"{HANDOFF_US:.1f} µs"
+    assert table["basis"].str.startswith("input").all()
+    with pytest.raises(ValueError, match="saturation has 2 rows"):
+        cv.whites_example_table(sat.iloc[:2], runs["calibrated"])

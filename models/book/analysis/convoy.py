@@ -8,19 +8,23 @@ chapter's claims can be tested without plotting anything.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
+
+from models.book.analysis.fairness import PUBLISHED, RECORDS
+from models.statistics import mean_ci
 
 if TYPE_CHECKING:  # the engine is imported only when a run is asked for
     import models
 
 __all__ = ["HOLD_MS", "run", "capacities", "md1_mean_wait_ms", "by_request", "queue_length", "queue_series",
-           "drain_time_s", "wait_per_request_ahead", "saturation_table", "convoy_onset_ms", "wilson_interval", "onset_summary",
-           "onset_shares_text", "dmv_snapshot", "dmv_signature", "signature_of", "signature_table",
-           "signature_report", "unfair_idle_us", "onset_sensitivity", "sensitivity_display", "escape_probability",
-           "collapsed"]
+           "drain_time_s", "wait_per_request_ahead", "saturation_table", "whites_example_table", "convoy_onset_ms",
+           "wilson_interval", "onset_summary", "onset_shares_text", "dmv_snapshot", "dmv_signature", "signature_of",
+           "signature_table", "signature_report", "unfair_idle_us", "onset_sensitivity", "sensitivity_display",
+           "escape_probability", "threshold_waiters", "mean_waiters", "waiters_by_length", "GROWTH_SEEDS",
+           "whites_fair_signature", "collapsed"]
 
 HOLD_MS = 2.0  # White's example: every request holds the EX latch for 2 ms
 
@@ -131,6 +135,40 @@ def saturation_table(results: Mapping[str, Any], handoffs_us: Mapping[str, float
     return pd.DataFrame(rows)
 
 
+def whites_example_table(saturation: pd.DataFrame, calibrated: Any, hold_ms: float = HOLD_MS) -> pd.DataFrame:
+    """The chapter's model against White (2022): his example's figures and his fair run's signal wait per wait.
+
+    ``saturation`` is :func:`saturation_table` of the saturated runs with no hand-off, the calibrated one and the
+    200 us one, in that order; ``calibrated`` is the calibrated run, whose LATCH_EX signal wait per wait is the
+    hand-off set from White's.  Every row is an input of the model, and the ``basis`` column says so.
+    """
+    if len(saturation) != 3:
+        raise ValueError(f"saturation has {len(saturation)} rows: give the free, calibrated and 200 us runs' three")
+    throughput, ahead = saturation["simulated throughput (req/s)"], saturation["wait per request ahead (ms)"]
+    capacity, handoff = saturation["1/(hold + hand-off) (req/s)"], saturation["hand-off (µs)"]
+    fair = PUBLISHED["fair"]
+    latch_ex = calibrated.wait_stats.set_index("wait_type").loc["LATCH_EX"]
+    arithmetic = "input (arithmetic on hold and hand-off)"
+    return pd.DataFrame([
+        {"quantity": f"capacity, even requests, {hold_ms:g} ms hold", "White (2022)": f"{1000 / hold_ms:,.0f} req/s",
+         "model": f"{throughput.iloc[0]:.1f} req/s", "basis": "input: the example's hold"},
+        {"quantity": "wait per request ahead", "White (2022)": f"{hold_ms:g} ms",
+         "model": f"{ahead.iloc[0]:.3f} ms", "basis": "input: the same hold"},
+        {"quantity": "throughput with hand-offs", "White (2022)": f"below {1000 / hold_ms:,.0f} req/s",
+         "model": (f"{throughput.iloc[1]:.1f} ({handoff.iloc[1]:g} µs), "
+                   f"{throughput.iloc[2]:.1f} ({handoff.iloc[2]:g} µs)"),
+         "basis": arithmetic},
+        {"quantity": "rate below which a queue drains", "White (2022)": f"{1000 / hold_ms:,.0f} req/s (no hand-off)",
+         "model": f"{capacity.iloc[1]:.1f} ({handoff.iloc[1]:g} µs), {capacity.iloc[2]:.1f} ({handoff.iloc[2]:g} µs)",
+         "basis": arithmetic},
+        {"quantity": "LATCH_EX signal wait per wait",
+         "White (2022)": (f"{fair['signal_wait_ms']:,.0f} ms / {fair['latch_waits']:,} = "
+                          f"{1000 * fair['signal_wait_ms'] / fair['latch_waits']:.1f} µs"),
+         "model": f"{1000 * latch_ex['signal_wait_time_ms'] / latch_ex['waiting_tasks_count']:.1f} µs",
+         "basis": "input: sets h"},
+    ])
+
+
 def convoy_onset_ms(request_ms: np.ndarray, wait_ms: np.ndarray, threshold_ms: float) -> float:
     """When the convoy formed: the start of the queue that never emptied again, confirmed by its size at the end.
 
@@ -221,6 +259,18 @@ def escape_probability(rate_per_s: float, hold_ms: float, handoff_us: float, wai
         mid = (low + high) / 2
         low, high = (mid, high) if mid < m * -math.expm1(-mid) else (low, mid)
     return math.exp(-high * waiters)
+
+
+def threshold_waiters(threshold_ms: float, hold_ms: float, handoff_us: float) -> float:
+    """The waiters ahead of a request that waited ``threshold_ms`` behind a queue served one hold + hand-off each.
+
+    A count, threshold / S1 with S1 = hold + hand-off: the queue a run had when the onset rule flagged it, which
+    :func:`escape_probability` asks about.
+    """
+    if threshold_ms < 0 or hold_ms <= 0 or handoff_us < 0:
+        raise ValueError(f"threshold_ms={threshold_ms} must be >= 0, hold_ms={hold_ms} > 0 "
+                         f"and handoff_us={handoff_us} >= 0")
+    return threshold_ms / (hold_ms + handoff_us / 1000.0)
 
 
 # The settings the sensitivity table shows, one changed at a time from the chapter's (threshold 1 s, horizon 60 s).
@@ -323,6 +373,54 @@ def dmv_signature(waits: float, wait_time_ms: float, signal_wait_time_ms: float,
             "signal_per_wait_us": 1000.0 * per_wait(signal_wait_time_ms),
             "signal_share": signal_wait_time_ms / wait_time_ms if wait_time_ms else math.nan,
             "handoff_time_share": signal_wait_time_ms / elapsed_ms}
+
+
+def whites_fair_signature(band_low_us: float) -> dict[str, float]:
+    """White's fair run (:data:`models.book.analysis.fairness.PUBLISHED`) read as :func:`dmv_signature`, with what
+    the hand-off band's low end ``band_low_us`` would leave of its signal wait.
+
+    Beside the signature: ``waits_per_record``, his LATCH_EX waits per log record the model writes (near 1 when
+    almost every record waited); ``band_low_share`` and ``band_low_share_of_signal``, the time W x h his waits would
+    spend in hand-offs of ``band_low_us`` each, as a share of his elapsed time and of his signal wait (the
+    calibrated hand-off gives back the whole signal wait by construction: it was set from it).
+    """
+    if band_low_us < 0:
+        raise ValueError(f"band_low_us={band_low_us} is out of range: use 0 or more")
+    fair = PUBLISHED["fair"]
+    waits = fair["latch_waits"]
+    signature = dmv_signature(waits, fair["latch_wait_ms"], fair["signal_wait_ms"], fair["elapsed_s"] * 1000.0)
+    return {**signature, "waits_per_record": waits / RECORDS,
+            "band_low_share": waits * band_low_us / (fair["elapsed_s"] * 1e6),
+            "band_low_share_of_signal": waits * band_low_us / (fair["signal_wait_ms"] * 1000.0)}
+
+
+def mean_waiters(result: Any) -> float:
+    """A run's mean number of waiters on its latch: wait time over elapsed time (Little's law, as in
+    :func:`dmv_signature`)."""
+    return float(result.latch_stats.iloc[0]["wait_time_ms"]) / float(result.elapsed_ms)
+
+
+GROWTH_SEEDS = tuple(range(1, 9))  # the seeds the band's growth is read over
+
+
+def waiters_by_length(handoffs: Mapping[str, Mapping[str, float]], rate_per_s: float, requests: Iterable[int],
+                      seeds: Iterable[int] = GROWTH_SEEDS) -> pd.DataFrame:
+    """Mean waiters over ``seeds`` with its 95 % half-width, one row per hand-off setting and run length.
+
+    ``handoffs`` maps a label to the run's ``wakeup_us`` and ``context_switch_us``; each run offers ``rate_per_s``
+    Poisson requests, ``requests`` of them.  A queue that is stable keeps the same mean as the run grows; one whose
+    rate is above 1/(hold + hand-off) grows with the run: the test between overload and a stable queue.
+    """
+    seeds, lengths = tuple(seeds), tuple(requests)
+    if not seeds or not lengths:
+        raise ValueError(f"seeds={seeds} and requests={lengths} are out of range: give one or more of each")
+    rows = []
+    for label, handoff in handoffs.items():
+        for length in lengths:
+            mean, half_width = mean_ci([mean_waiters(run(arrival_rate_per_s=rate_per_s, requests=length, seed=seed,
+                                                         **handoff)) for seed in seeds])
+            rows.append({"run": label, "requests": length, "mean_waiters": mean, "mean_waiters_ci95": half_width})
+    return pd.DataFrame(rows)
 
 
 def signature_of(result: Any, samples: int = 2000) -> dict[str, float]:
