@@ -403,3 +403,56 @@ def test_the_falsification_test_separates_the_settings(study):
     assert abs(growth[hp.NOQ] - 1) < 0.05
     for setting in (hp.BOOK, hp.LOW, hp.NOQ):
         assert hp.cpu_ratio_10(study, setting) < 0.7 * hp.POCHE_CPU_RATIO_10
+
+
+def test_the_study_figures_by_hand(study):
+    """A few of hot_page.study_figures recomputed from the stored rows by hand, and what the prose says of them: one
+    peak over the wake-up band, a flow-control gain at 400 sessions outside its interval and none detectable at 32,
+    the throttled waits at the chapter's hold near Poché's."""
+    import math
+
+    from models.statistics import t_quantile
+
+    figures = hp.study_figures(study)
+    assert all(name.isidentifier() and math.isfinite(value) for name, value in figures.items())
+    rows = study.to_dict("records")
+    throttled = [r["pagelatch_s"] for r in rows if r["part"] == "throttled" and r["setting"] == hp.BOOK]
+    assert len(throttled) == len(hp.STUDY_SEEDS)
+    assert figures["thr_book"] == pytest.approx(sum(throttled) / len(throttled), rel=1e-12)
+    assert 0.8 < figures["thr_book_ratio"] < 1.5 and figures["thr_low_miss"] > 5
+    rate_by_sessions: dict[int, list[float]] = {}
+    for r in rows:
+        if r["part"] == "sessions" and r["flow"] == "off" and r["setting"] == hp.BOOK:
+            rate_by_sessions.setdefault(int(r["sessions"]), []).append(r["rows_per_s"])
+    means = {n: sum(rates) / len(rates) for n, rates in rate_by_sessions.items()}
+    assert figures["peak_n_book"] == max(means, key=means.get)
+    assert figures["peak_n_wake_low"] == figures["peak_n_wake_high"] == figures["peak_n_book"]
+    assert figures["study_rate_400"] == pytest.approx(means[400], rel=1e-12) and figures["fall_book_pct"] < -40
+    # flow control's gain at 400 sessions: the per-seed gains' mean and t interval with 4 degrees of freedom
+    off = {r["seed"]: r["rows_per_s"] for r in rows
+           if r["part"] == "sessions" and r["setting"] == hp.BOOK and r["sessions"] == 400 and r["flow"] == "off"}
+    gains = [100 * (r["rows_per_s"] / off[r["seed"]] - 1) for r in rows
+             if r["part"] == "sessions" and r["setting"] == hp.BOOK and r["sessions"] == 400 and r["flow"] == "on"]
+    mean = sum(gains) / len(gains)
+    half = t_quantile(len(gains) - 1) * math.sqrt(sum((g - mean) ** 2 for g in gains) / (len(gains) - 1) / len(gains))
+    assert figures["fc_400"] == pytest.approx(mean, rel=1e-9) and figures["fc_400_ci"] == pytest.approx(half, rel=1e-9)
+    assert figures["fc_400"] - figures["fc_400_ci"] > 0 and abs(figures["fc_32"]) < figures["fc_32_ci"]
+    biondi = [r["rows_per_s"] for r in rows if r["part"] == "biondi" and r["key"] == "guid"]
+    assert figures["b5_guid"] == pytest.approx(sum(biondi) / len(biondi), rel=1e-12)
+    assert min(biondi) < figures["b5_guid"] < max(biondi) and figures["b5_guid_ci"] > 0
+    assert figures["batch100_10"] == pytest.approx(figures["batch_x_book"] * figures["batch100_1"], rel=1e-12)
+    assert figures["batch100_10_wlow"] <= figures["batch100_10"] <= figures["batch100_10_whigh"]
+    assert figures["near_rate_low"] < figures["near_rate_high"] and figures["page_ms_slow"] > figures["page_ms_fast"]
+
+
+def test_the_schedulers_table_and_where_the_gate_stops_paying(study):
+    """The gate pays at every scheduler count at the chapter's hold; with the low hold it stops paying from one count
+    on (the figure the prose quotes), and pays below it."""
+    rates = hp.scheduler_rates(study).set_index("schedulers")
+    assert list(rates.index) == sorted(set(study.loc[study["part"] == "schedulers", "schedulers"].astype(int)))
+    assert (rates["on_rows_per_s"] > rates["off_rows_per_s"]).all()
+    loses_from = hp.study_figures(study)["sch_gate_loses_from"]
+    assert loses_from in rates.index
+    below = rates[rates.index < loses_from]
+    assert (below["low_on"] >= below["low_off"]).all()
+    assert rates.loc[loses_from, "low_on"] < rates.loc[loses_from, "low_off"]

@@ -817,3 +817,124 @@ def flow_control_band(study: pd.DataFrame, sessions: Iterable[int] = (8, 16, 32,
                      "low_hold_pct": g.loc[(LOW, n), "gain_pct"], "low_hold_ci_pct": g.loc[(LOW, n), "ci_pct"],
                      "noq_pct": g.loc[(NOQ, n), "gain_pct"], "noq_ci_pct": g.loc[(NOQ, n), "ci_pct"]})
     return pd.DataFrame(rows)
+
+
+# The study's settings and the tag each one's figures carry in the chapter's prose (quoted.thr_book, ...).
+STUDY_TAGS = ((BOOK, "book"), (LOW, "low"), (NOQ, "noq"))
+
+
+def scheduler_rates(study: pd.DataFrame) -> pd.DataFrame:
+    """Rows/s of Poché's narrow setup by schedulers, flow control off and on, at the chapter's hold, the hold band's
+    low end and with no queue cost (mean of the stored seeds): the chapter's schedulers table, one row per count."""
+    rates = study[study["part"] == "schedulers"].groupby(["setting", "schedulers", "flow"])["rows_per_s"].mean()
+    by_setting = rates.unstack(["setting", "flow"])
+    return pd.DataFrame({"schedulers": by_setting.index.astype(int),
+                         "off_rows_per_s": by_setting[(BOOK, "off")].values,
+                         "on_rows_per_s": by_setting[(BOOK, "on")].values,
+                         "low_off": by_setting[(LOW, "off")].values, "low_on": by_setting[(LOW, "on")].values,
+                         "noq_off": by_setting[(NOQ, "off")].values, "noq_on": by_setting[(NOQ, "on")].values})
+
+
+def study_figures(study: pd.DataFrame) -> dict[str, Any]:
+    """Every figure the chapter's prose quotes from the stored multi-seed study (``book/data/hot_page_band.csv``),
+    by the name it is glued under: each a mean over the stored seeds, or a 95 % half-width (``*_ci``).
+
+    The throttled waits against Poché's; the identity key's rate by sessions and where it peaks; the queued workers a
+    hold counts; the falsification test (CPU per insert from 10 to 100 sessions); flow control's gain; batching at
+    Poché's pace; Radivojevic's setup; the 10-thread CPU ratio; how long the last page stays the last; the
+    schedulers' rates and the gate's gain there; Biondi's three keys.  Kept in one place so the prose and the tests
+    read the same numbers.
+    """
+    figures: dict[str, Any] = {}
+    poche_waits = POCHE["throttled_narrow_waits_s"]
+    throttled_waits = study[study["part"] == "throttled"].groupby("setting")["pagelatch_s"].mean()
+    for label, tag in STUDY_TAGS:
+        figures[f"thr_{tag}"] = throttled_waits[label]
+        figures[f"thr_{tag}_ratio"] = throttled_waits[label] / poche_waits
+    figures["thr_low_miss"] = poche_waits / throttled_waits[LOW]   # how many times too few
+    figures["thr_wide_whole"] = study.loc[study["part"] == "throttled wide, whole call held", "pagelatch_s"].mean()
+    # identity rows/s by sessions, flow control off, for each setting
+    sessions = study[(study["part"] == "sessions") & (study["flow"] == "off")]
+    identity = sessions.groupby(["setting", "sessions"])["rows_per_s"].mean()
+    peak_n = {label: int(identity[label].idxmax()) for label in identity.index.get_level_values(0).unique()}
+    for label, tag in STUDY_TAGS:
+        figures[f"peak_n_{tag}"] = peak_n[label]
+        figures[f"peak_rate_{tag}"] = identity[label].max()
+        figures[f"study_rate_{tag}_100"] = identity[(label, 100)]
+        figures[f"study_rate_{tag}_400"] = identity[(label, 400)]
+        figures[f"fall_{tag}_pct"] = 100 * (identity[(label, 400)] / identity[label].max() - 1)
+    figures["peak_n_wake_low"] = min(peak_n[label] for label in band_setups())
+    figures["peak_n_wake_high"] = max(peak_n[label] for label in band_setups())
+    for n in (8, 32, 64, 80, 100, 400):
+        figures[f"study_rate_{n}"] = identity[(BOOK, n)]
+        figures[f"taken_pct_{n}"] = 100 * identity[(BOOK, n)] / (n * 1e6 / (THINK_US + INSERT_US))
+    # the queued workers an insert's hold counts: its CPU per insert above the 8-session runs' (no queue forms there),
+    # over the cost per worker; at Poché's 100 sessions (where the cost is fitted) and at 400
+    cpu = sessions.groupby(["setting", "sessions"])["cpu_us_per_insert"].mean()
+    for label, tag, cost in ((BOOK, "book", CONTENDER_COST_US), (LOW, "low", LOW_FIT["contender_cost_us"])):
+        counted = {n: (cpu[(label, n)] - cpu[(label, 8)]) / cost for n in (100, 400)}
+        figures[f"queue_{tag}_100"] = counted[100]
+        figures[f"queue_{tag}_400"] = counted[400]
+        figures[f"queue_{tag}_x"] = counted[400] / counted[100]
+    # the falsification test: CPU per insert at 100 sessions over 10 (Poché's pace), each setting
+    growth = cpu_growth(study).set_index("setting")
+    wake_growth = [100 * (growth.loc[label, "ratio"] - 1) for label in band_setups()]
+    figures["cpu_growth_wake_low_pct"] = min(wake_growth)
+    figures["cpu_growth_wake_high_pct"] = max(wake_growth)
+    for label, tag in STUDY_TAGS:
+        figures[f"cpu10_{tag}"] = growth.loc[label, "cpu_low_us"]
+        figures[f"cpu100_{tag}"] = growth.loc[label, "cpu_high_us"]
+        figures[f"cpu_growth_{tag}_pct"] = 100 * (growth.loc[label, "ratio"] - 1)
+    # flow control's gain: mean and 95 % half-width over the seeds at each setting
+    flow = flow_control_band(study).set_index("sessions")
+    for n in (32, 100, 400):
+        figures[f"fc_{n}"] = flow.loc[n, "gain_pct"]
+        figures[f"fc_{n}_ci"] = flow.loc[n, "ci_pct"]
+        figures[f"fc_{n}_low"] = flow.loc[n, "low_hold_pct"]
+        figures[f"fc_{n}_low_ci"] = flow.loc[n, "low_hold_ci_pct"]
+        figures[f"fc_{n}_noq"] = flow.loc[n, "noq_pct"]
+        figures[f"fc_{n}_noq_ci"] = flow.loc[n, "noq_ci_pct"]
+    # batching at Poché's 100 sessions and pace: calls of 10 rows against 1, each setting and over the wake-up band
+    batching = study[study["part"] == "batching"].groupby(["setting", "batch_rows"])["rows_per_s"].mean()
+    for label, tag in STUDY_TAGS:
+        figures[f"batch_x_{tag}"] = batching[(label, 10)] / batching[(label, 1)]
+        for rows in (1, 10):
+            figures[f"batch100_{rows}" + ("" if tag == "book" else f"_{tag}")] = batching[(label, rows)]
+    wake_batched = batching.xs(10, level="batch_rows").drop([LOW, NOQ])  # the chapter's setting and the band's refits
+    figures["batch100_10_wlow"] = wake_batched.min()
+    figures["batch100_10_whigh"] = wake_batched.max()
+    # Radivojevic's setup: 100 sessions without pauses, 50 rows a call or one, flow control off and on
+    radivojevic = radivojevic_gains(study).set_index(["setting", "batch_rows"])
+    for label, tag in STUDY_TAGS:
+        for rows in RADIVOJEVIC_BATCHES:
+            figures[f"rad_{tag}_{rows}"] = radivojevic.loc[(label, rows), "gain_pct"]
+            figures[f"rad_{tag}_{rows}_ci"] = radivojevic.loc[(label, rows), "ci_pct"]
+    # Poché's 10-thread CPU ratio at each setting (the comparison table's values)
+    figures["wwi_cpu_ratio"] = cpu_ratio_10(study)
+    figures["wwi_cpu_ratio_low"] = cpu_ratio_10(study, LOW)
+    figures["wwi_cpu_ratio_noq"] = cpu_ratio_10(study, NOQ)
+    # how long the last page stays the last one: a page of narrow rows at the rates near Poché's 100 sessions
+    near = [identity[(label, n)] for label, _ in STUDY_TAGS for n in (64, 100)] + [identity[label].max()
+                                                                                 for label, _ in STUDY_TAGS]
+    figures["near_rate_low"] = min(near)
+    figures["near_rate_high"] = max(near)
+    figures["page_ms_fast"] = 1000 * rows_per_page(NARROW_BYTES) / max(near)
+    figures["page_ms_slow"] = 1000 * rows_per_page(NARROW_BYTES) / min(near)
+    # the schedulers: rows/s at 4 and 64, and the gate's gain at 32 and 64 (mean of the per-seed gains)
+    rates = scheduler_rates(study).set_index("schedulers")
+    for n in (4, 64):
+        for column, name in (("on_rows_per_s", "on"), ("off_rows_per_s", "off"), ("low_on", "low_on"),
+                             ("low_off", "low_off")):
+            figures[f"sch_{name}_{n}"] = rates.loc[n, column]
+    per_seed = study[study["part"] == "schedulers"].pivot_table(index=["setting", "schedulers", "seed"],
+                                                                columns="flow", values="rows_per_s")
+    gate_gain = (100 * (per_seed["on"] / per_seed["off"] - 1)).groupby(["setting", "schedulers"]).mean()
+    for n in (32, 64):
+        for label, tag in STUDY_TAGS:
+            figures[f"sch_gain_{n}_{tag}"] = gate_gain[(label, n)]
+    figures["sch_gate_loses_from"] = int(rates.index[rates["low_on"] < rates["low_off"]].min())
+    # Biondi's three keys over the seeds: mean and 95 % half-width of rows/s
+    for key, tag in (("identity", "identity"), ("guid", "guid"), ("reverse-bits", "reverse")):
+        figures[f"b5_{tag}"], figures[f"b5_{tag}_ci"] = mean_ci(
+            list(study.loc[(study["part"] == "biondi") & (study["key"] == key), "rows_per_s"]))
+    return figures
