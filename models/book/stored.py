@@ -14,23 +14,31 @@ answer is only as exact as the solver's tolerance (:mod:`models.figures` holds
 :func:`significant`, :data:`DIGITS` and :data:`FITTED`, which the fitting code shares).
 
 It also names the stored tables' shared column convention (:data:`CI_SUFFIX`),
-which the sweeps write and the charts read, so neither has to import the other.
+which the sweeps write and the charts read, so neither has to import the other,
+and says where the book's folder is (:func:`book_root`): the one place the book
+layer finds its stored data, vendored assets and test captures, so it works the
+same from a checkout, an installed package, a notebook or the command line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from models.figures import DIGITS, FITTED, significant  # the rounding the fitting code shares
 
-__all__ = ["DIGITS", "CHART", "FITTED", "CI_SUFFIX", "significant", "fitted", "Glued", "quoted", "glue"]
+__all__ = ["DIGITS", "CHART", "FITTED", "CI_SUFFIX", "significant", "fitted", "Glued", "quoted", "glue",
+           "BOOK_ROOT_VARIABLE", "BookNotFound", "find_book_root", "book_root", "book_path", "data_dir"]
 
 CHART = 6    # significant digits for the data inlined in a chart's spec (what a chart can draw)
 CI_SUFFIX = "_ci95"  # a stored table's column of a metric's 95% confidence half-width: <metric>_ci95
+BOOK_ROOT_VARIABLE = "LATCH_BOOK_ROOT"  # the environment variable that names the book's folder
+BOOK_MARKERS = ("_config.yml", "_toc.yml")  # the files that make a folder the book's (Jupyter Book's configuration)
 
 
 def fitted(result: Any) -> Any:
@@ -70,3 +78,49 @@ def glue(name: str, value: Any, digits: int = DIGITS) -> Any:
     stored = significant(value, digits)
     setattr(quoted, name, stored)
     return stored
+
+
+class BookNotFound(FileNotFoundError):
+    """The book's folder is neither named by :data:`BOOK_ROOT_VARIABLE` nor found above the working directory."""
+
+
+def _is_book(folder: Path) -> bool:
+    return all((folder / marker).is_file() for marker in BOOK_MARKERS)
+
+
+def find_book_root(start: Path | None = None) -> Path | None:
+    """The book's folder: :data:`BOOK_ROOT_VARIABLE` when set, else the nearest folder at or above ``start``
+    (the working directory) that holds :data:`BOOK_MARKERS`; None when there is none.
+
+    A variable naming a folder that is not the book's is an error (:class:`BookNotFound`), not a reason to
+    look elsewhere: it was set on purpose.
+    """
+    named = os.environ.get(BOOK_ROOT_VARIABLE)
+    if named:
+        folder = Path(named).expanduser().resolve()
+        if not _is_book(folder):
+            raise BookNotFound(f"{BOOK_ROOT_VARIABLE}={named!r} is not the book's folder: it must hold "
+                               f"{' and '.join(BOOK_MARKERS)}")
+        return folder
+    here = (start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if _is_book(folder)), None)
+
+
+def book_root(start: Path | None = None) -> Path:
+    """The book's folder (:func:`find_book_root`), or a :class:`BookNotFound` that says how to name it."""
+    found = find_book_root(start)
+    if found is None:
+        raise BookNotFound(f"the book's folder (the one holding {' and '.join(BOOK_MARKERS)}) is not at or above "
+                           f"{(start or Path.cwd()).resolve()}: run from inside the book, or set "
+                           f"{BOOK_ROOT_VARIABLE} to its folder")
+    return found
+
+
+def book_path(*parts: str) -> Path:
+    """A path inside the book's folder: ``book_path("book", "data")`` is its stored sweeps."""
+    return book_root().joinpath(*parts)
+
+
+def data_dir() -> Path:
+    """The book's stored sweeps and studies, ``book/data`` in the book's folder."""
+    return book_path("book", "data")
