@@ -60,7 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse, stats
+from scipy import optimize, sparse
 from scipy.sparse import csgraph
 
 
@@ -394,22 +394,6 @@ def shared_scheduler_latch(workers: int, schedulers: int, think: float, hold: fl
     waiting = np.array([sum(p in (_SUSPENDED, _OWNER_READY) for p in st[0]) for st in order], dtype=float)
     throughput = float(pi @ holding) * rate_hold
     return SharedSchedulerLatch(n, throughput, float(pi @ waiting) / throughput, float(pi @ ready))
-
-
-def fair_handoff_capacity(hold: float, handoff: float) -> float:
-    """Acquires per unit time one latch serves once a queue exists under fair hand-off."""
-    return 1.0 / (_positive("hold", hold) + handoff)
-
-
-def batch_means_ci(samples, n_batches: int = 20, confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and confidence half-width from non-overlapping batch means (batches long enough to be nearly independent)."""
-    x = np.asarray(samples, dtype=float)
-    if n_batches < 2 or x.size < n_batches:
-        raise ValueError(f"n_batches={n_batches!r} is out of range: use 2 to {x.size} for {x.size} samples")
-    usable = x.size - x.size % n_batches
-    means = x[:usable].reshape(n_batches, -1).mean(axis=1)
-    half = stats.t.ppf(0.5 + confidence / 2, n_batches - 1) * means.std(ddof=1) / np.sqrt(n_batches)
-    return float(means.mean()), float(half)
 
 
 @dataclass(frozen=True)

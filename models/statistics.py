@@ -1,4 +1,5 @@
-"""Every confidence interval the package reports, in one place: Student's t, replicate means and batch means.
+"""Every confidence interval the package reports, in one place: Student's t, replicate means, batch means and
+the difference of two means.
 
 A quantile is rounded to six decimals, so that no interval carries a numerical library's last digits (they
 change with the CPU), and sums are exact (``math.fsum``), so that the same values give the same interval in
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import Sequence
 
 import numpy as np
@@ -17,11 +19,14 @@ LEVEL = 0.95  # the two-sided confidence every interval in the book is given at
 
 
 @functools.lru_cache(maxsize=None)
-def t_quantile(dof: int, level: float = LEVEL) -> float:
-    """The two-sided Student-t quantile of ``level`` with ``dof`` degrees of freedom, rounded to 6 decimals."""
+def t_quantile(dof: float, level: float = LEVEL) -> float:
+    """The two-sided Student-t quantile of ``level`` with ``dof`` degrees of freedom, rounded to 6 decimals.
+
+    ``dof`` is a whole number of values less one, or (Welch's difference of two means) a real number.
+    """
     from scipy import stats  # scipy loads only when an interval is first asked for
 
-    if isinstance(dof, bool) or not isinstance(dof, int) or dof < 1:
+    if isinstance(dof, bool) or not isinstance(dof, numbers.Real) or not dof >= 1:
         raise ValueError(f"dof={dof!r} is out of range: use 1 or more (two or more values)")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level={level!r} is out of range: use a share between 0 and 1")
@@ -58,3 +63,22 @@ def batch_means_ci(samples: Sequence[float], batches: int = 20, level: float = L
     """Mean and confidence half-width of one correlated series by non-overlapping batch means."""
     mean, error, _ = batch_means(samples, batches)
     return mean, t_quantile(batches - 1, level) * error
+
+
+def difference_ci(values: Sequence[float], reference: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
+    """Difference of the means of two independent samples and its confidence half-width (Welch's t).
+
+    Neither sample's variance is assumed equal to the other's; the degrees of freedom are Welch and
+    Satterthwaite's.  Both samples need two or more values.
+    """
+    for name, sample in (("values", values), ("reference", reference)):
+        if len(sample) < 2:
+            raise ValueError(f"{name} has {len(sample)} value(s): give two or more")
+    (mean, _), (ref_mean, _) = mean_ci(values, level), mean_ci(reference, level)
+    shares = [math.fsum((x - m) ** 2 for x in sample) / (len(sample) - 1) / len(sample)
+              for sample, m in ((values, mean), (reference, ref_mean))]
+    spread = shares[0] + shares[1]
+    if spread == 0.0:
+        return mean - ref_mean, 0.0
+    dof = spread ** 2 / (shares[0] ** 2 / (len(values) - 1) + shares[1] ** 2 / (len(reference) - 1))
+    return mean - ref_mean, t_quantile(max(float(dof), 1.0), level) * math.sqrt(spread)

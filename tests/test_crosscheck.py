@@ -10,14 +10,10 @@ or from independent replications (several seeds).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from scipy import stats
 
 from models.crosscheck import (
-    batch_means,
     ciw_closed_latch,
     ciw_convoy,
     engine_closed_latch,
@@ -25,6 +21,7 @@ from models.crosscheck import (
     simpy_closed_latch,
     simpy_convoy,
 )
+from models.statistics import batch_means, batch_means_ci, difference_ci
 
 
 def _engine_available() -> bool:
@@ -40,8 +37,6 @@ needs_engine = pytest.mark.skipif(not _engine_available(), reason="models.run (t
 
 LEVEL = 0.99
 BATCHES = 20
-T_BATCH = float(stats.t.ppf(0.5 + LEVEL / 2, BATCHES - 1))
-Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
 ENGINE_SEED = 10**7
 SIMS_OPEN = {"simpy": simpy_convoy, "ciw": ciw_convoy}
 SIMS_CLOSED = {"simpy": simpy_closed_latch, "ciw": ciw_closed_latch}
@@ -72,15 +67,14 @@ def mva(workers: int, hold_ms: float, think_ms: float) -> tuple[float, float]:
 
 def assert_in_ci(values: np.ndarray, target: float, what: str) -> None:
     """Assert that target lies in the batch-means confidence interval of values' mean."""
-    mean, se = batch_means(values, BATCHES)
-    half = T_BATCH * se
+    mean, half = batch_means_ci(values, BATCHES, LEVEL)
     assert abs(mean - target) <= half, f"{what}: mean {mean:.5g} +- {half:.3g} vs {target:.5g}"
 
 
-def assert_same(a: tuple[float, float], b: tuple[float, float], what: str) -> None:
-    """Assert two (mean, standard error) estimates do not differ significantly."""
-    diff, se = a[0] - b[0], math.hypot(a[1], b[1])
-    assert abs(diff) <= Z * se, f"{what}: {a[0]:.5g} vs {b[0]:.5g} (diff {diff:.3g}, allowed {Z * se:.3g})"
+def assert_same(a: np.ndarray, b: np.ndarray, what: str) -> None:
+    """Assert two series' means do not differ significantly (Welch's t over their batch means)."""
+    diff, half = difference_ci(batch_means(a, BATCHES)[2], batch_means(b, BATCHES)[2], LEVEL)
+    assert abs(diff) <= half, f"{what}: means differ by {diff:.3g}, allowed {half:.3g}"
 
 
 # --- against theory, hand-off 0 -------------------------------------------------------------
@@ -157,7 +151,7 @@ def test_closed_handoff_simpy_agrees_with_ciw(hold_dist: str, think_dist: str) -
     args = (8, 0.1, hold_dist, 0.02, 1.0, think_dist, 20000)
     a = simpy_closed_latch(*args, seed=3)
     b = ciw_closed_latch(*args, seed=4)
-    assert_same(batch_means(a.waits_ms, BATCHES), batch_means(b.waits_ms, BATCHES), "closed H wait")
+    assert_same(a.waits_ms, b.waits_ms, "closed H wait")
     assert a.throughput_per_ms == pytest.approx(b.throughput_per_ms, rel=0.02)
     assert a.utilisation_owned == pytest.approx(b.utilisation_owned, rel=0.02)
     # owned-idle time is H per waited acquire
@@ -205,10 +199,9 @@ def test_engine_open_agrees_with_theory_simpy_and_ciw(hold_dist: str, lam: float
     # stream shifted by one draw; nearby seeds would not give independent runs
     eng = engine_convoy(lam, hold, hold_dist, handoff, 40000, seed=ENGINE_SEED)
     assert_in_ci(eng.waits_ms, open_wait_theory(lam, hold, hold_dist, handoff), f"engine H={handoff}")
-    est = batch_means(eng.waits_ms, BATCHES)
     for name, other in (("simpy", simpy_convoy(lam, hold, hold_dist, handoff, 40000, seed=32)),
                         ("ciw", ciw_convoy(lam, hold, hold_dist, handoff, 20000, seed=33))):
-        assert_same(est, batch_means(other.waits_ms, BATCHES), f"engine vs {name} H={handoff}")
+        assert_same(eng.waits_ms, other.waits_ms, f"engine vs {name} H={handoff}")
         assert eng.waited_fraction == pytest.approx(other.waited_fraction, abs=0.02)
     assert eng.throughput_per_ms == pytest.approx(lam, rel=0.03)
     assert eng.mean_queue_length == pytest.approx(eng.throughput_per_ms * eng.mean_wait_ms, rel=0.03)
@@ -238,11 +231,9 @@ def test_engine_closed_handoff_agrees_with_simpy_and_ciw(workers: int, hold_dist
     """Closed latch with a hand-off delay: engine, SimPy and Ciw agree on wait, throughput and utilisation."""
     args = (workers, 0.1, hold_dist, handoff, 1.0, think_dist)
     eng = engine_closed_latch(*args, 40000, seed=51)
-    est = batch_means(eng.waits_ms, BATCHES)
-    gap = batch_means(np.diff(eng.release_ms), BATCHES)
     for other in (simpy_closed_latch(*args, 40000, seed=52), ciw_closed_latch(*args, 20000, seed=53)):
-        assert_same(est, batch_means(other.waits_ms, BATCHES), f"engine vs {other.simulator} wait")
-        assert_same(gap, batch_means(np.diff(other.release_ms), BATCHES), f"engine vs {other.simulator} gap")
+        assert_same(eng.waits_ms, other.waits_ms, f"engine vs {other.simulator} wait")
+        assert_same(np.diff(eng.release_ms), np.diff(other.release_ms), f"engine vs {other.simulator} gap")
         assert eng.utilisation_owned == pytest.approx(other.utilisation_owned, rel=0.02)
         assert eng.utilisation_held == pytest.approx(other.utilisation_held, rel=0.02)
         assert eng.waited_fraction == pytest.approx(other.waited_fraction, abs=0.02)

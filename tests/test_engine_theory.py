@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import models
 from models import analytic
-
-
-def batch_means(samples: np.ndarray, batches: int = 20) -> tuple[float, float]:
-    """Mean and 95% half-width from non-overlapping batch means (a 5% warm-up dropped)."""
-    x = samples[len(samples) // 20:]
-    usable = len(x) - len(x) % batches
-    means = x[:usable].reshape(batches, -1).mean(axis=1)
-    half = stats.t.ppf(0.975, batches - 1) * means.std(ddof=1) / np.sqrt(batches)
-    return float(means.mean()), float(half)
+from models.statistics import batch_means_ci
 
 
 # (hold_dist, utilisation, runs, requests per run): heavier traffic needs longer runs to converge.
@@ -38,7 +29,8 @@ def test_convoy_matches_queueing_theory(hold_dist, rho, runs, requests):
         assert not res.truncated
         assert res.wait_stats.loc[0, "signal_wait_time_ms"] == 0.0  # no CPU queueing at all
         waits.append(res.acquire_wait_ms)
-    mean, half = batch_means(np.concatenate(waits), batches=20 * runs)
+    samples = np.concatenate(waits)
+    mean, half = batch_means_ci(samples[len(samples) // 20:], batches=20 * runs)  # a 5% warm-up dropped
     formula = analytic.md1 if hold_dist == "fixed" else analytic.mm1
     expected = formula(rate / 1000.0, hold_ms).mean_wait
     assert abs(mean - expected) <= half, (mean, half, expected)

@@ -20,6 +20,7 @@ from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import Snapshot
+from models.statistics import t_quantile
 
 LAST_PAGE = "last-page-insert"
 
@@ -28,16 +29,16 @@ LAST_PAGE = "last-page-insert"
 
 
 def test_the_half_width_is_the_t_quantile_of_the_replicates():
-    assert fitting.t_quantile(6) == 2.570582  # t with 5 degrees of freedom, 97.5%: not the 2 sd of old
-    assert fitting.t_quantile(2) == 12.706205
-    assert fitting.t_quantile(6, 0.999) == pytest.approx(6.8688, abs=1e-4)
-    with pytest.raises(ValueError):
-        fitting.t_quantile(1)
+    assert t_quantile(fitting.REPLICATES - 1) == 2.570582  # t with 5 degrees of freedom, 97.5%: not the 2 sd of old
+    assert t_quantile(1) == 12.706205  # two replicates
+    assert t_quantile(5, 0.999) == pytest.approx(6.8688, abs=1e-4)
+    with pytest.raises(ValueError, match="dof=0"):
+        t_quantile(0)  # one replicate has no spread
 
 
 def test_the_fit_states_its_level_and_quantile_in_text_and_json():
     f = fitting.fit(from_model("closed-latch", {}))
-    assert f.half_width == pytest.approx(fitting.t_quantile(fitting.REPLICATES) * fitting.INFLATION)
+    assert f.half_width == pytest.approx(t_quantile(fitting.REPLICATES - 1) * fitting.INFLATION)
     ranges = json.loads(f.to_json())["ranges"]
     assert ranges["level"] == fitting.LEVEL and ranges["replicates"] == fitting.REPLICATES
     assert "95% ranges" in cli.fit_text(f) and "Student t with 5 degrees of freedom" in cli.fit_text(f)

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import importlib
 import itertools
-import math
 import os
 import pkgutil
 import signal
@@ -32,18 +30,26 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
 
-from models.book.stored import CI_SUFFIX
+from models.book.stored import CI_SUFFIX, data_dir
 from models.files import write_text_atomic
+from models.statistics import mean_ci
 
 METRICS = ("elapsed_ms", "throughput_per_s", "acquires", "waiting_requests_count", "wait_time_ms",
            "max_wait_time_ms", "p50_wait_ms", "p99_wait_ms", "mean_wait_ms",
            "signal_wait_time_ms", "collisions", "spins", "backoffs")
-DATA_DIR = Path(__file__).resolve().parents[2] / "book" / "data"
 FLOAT_FORMAT = "%.6g"  # what the CSV keeps: more than a chart shows, and no CPU's last digits
+
+
+def __getattr__(name: str) -> Any:
+    """``DATA_DIR`` (:func:`models.book.stored.data_dir`), looked up when named: importing this module (a Dask
+    worker does) reads no folder."""
+    if name == "DATA_DIR":
+        return data_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -144,29 +150,6 @@ def run_one(scenario: str, params: dict[str, Any], measure: str = "latch") -> di
     import models
 
     return MEASURES[measure][1](models.run(scenario, **params))
-
-
-@functools.lru_cache(maxsize=None)
-def t95(dof: int) -> float:
-    """The 97.5% quantile of Student's t with ``dof`` degrees of freedom, rounded to 6 decimals.
-
-    Rounded so that the interval does not carry a numerical library's last digits.
-    """
-    from scipy import stats
-
-    if isinstance(dof, bool) or not isinstance(dof, int) or dof < 1:
-        raise ValueError(f"dof={dof!r} is out of range: use 1 or more (two or more replications)")
-    return round(float(stats.t.ppf(0.975, dof)), 6)
-
-
-def mean_ci(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and 95% confidence half-width of ``values`` (half-width 0 for a single value), summed exactly."""
-    n = len(values)
-    mean = math.fsum(values) / n
-    if n < 2:
-        return mean, 0.0
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, t95(n - 1) * math.sqrt(var / n)
 
 
 def summarise(sweep: Sweep, runs: list[dict[str, Any]]) -> pd.DataFrame:
@@ -473,9 +456,10 @@ def write_table(table: pd.DataFrame, path: Path) -> Path:
     return write_text_atomic(path, table.to_csv(index=False, float_format=FLOAT_FORMAT))
 
 
-def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None, dask: str | None = None,
+def write_sweep(name: str, out_dir: Path | None = None, *, jobs: int | None = None, dask: str | None = None,
                 progress: bool = True, quick: bool = False) -> list[Path]:
-    """Run the sweep called ``name``, write ``out_dir/NAME.csv`` and any extra tables its module makes.
+    """Run the sweep called ``name``, write ``out_dir/NAME.csv`` (the book's :data:`DATA_DIR` by default) and any
+    extra tables its module makes.
 
     A sweep module may define ``write_extra(out_dir, run) -> list[Path]`` for
     data that is not a grid of points; ``run`` is :func:`run_all` bound to the
@@ -485,6 +469,7 @@ def write_sweep(name: str, out_dir: Path = DATA_DIR, *, jobs: int | None = None,
     """
     from models.params import ParameterError
 
+    out_dir = data_dir() if out_dir is None else out_dir
     modules = _modules()
     if name not in modules:
         raise ParameterError(f"sweep={name!r} is unknown: use one of {', '.join(sorted(modules)) or '(none)'}")

@@ -21,7 +21,7 @@ deterministic in its ``seed`` and returns an :class:`OpenResult` or
 :class:`ClosedResult` whose statistics are computed by shared code.
 """
 
-from ._summary import ClosedResult, OpenResult, batch_means
+from ._summary import ClosedResult, OpenResult
 from .ciw_latch import ciw_closed_latch, ciw_convoy
 from .engine_latch import engine_closed_latch, engine_convoy
 from .simpy_latch import simpy_closed_latch, simpy_convoy
@@ -29,7 +29,6 @@ from .simpy_latch import simpy_closed_latch, simpy_convoy
 __all__ = [
     "ClosedResult",
     "OpenResult",
-    "batch_means",
     "ciw_closed_latch",
     "ciw_convoy",
     "engine_closed_latch",

@@ -127,13 +127,3 @@ def summarise_closed(simulator: str, params: dict, request: np.ndarray, grant: n
         window_ms=float(length), waited_fraction=float(np.mean(waits > 0)), elapsed_ms=float(t1),
         warmup=warmup, **params,
     )
-
-
-def batch_means(values: np.ndarray, batches: int = 20) -> tuple[float, float]:
-    """Mean and standard error of a correlated series by non-overlapping batch means."""
-    values = np.asarray(values, dtype=np.float64)
-    size = values.size // batches
-    if size < 1:
-        raise ValueError(f"batch_means: {values.size} values cannot fill {batches} batches")
-    means = values[: size * batches].reshape(batches, size).mean(axis=1)
-    return float(values.mean()), float(means.std(ddof=1) / np.sqrt(batches))

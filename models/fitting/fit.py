@@ -39,7 +39,6 @@ each, and every what-if is redone there too (:mod:`models.fitting.whatif`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -47,7 +46,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-import models
 from models.figures import FITTED, significant
 from models.counters import advice
 from models.counters import evidence as ev
@@ -55,7 +53,9 @@ from models.fitting.capture import from_model
 from models.counters.evidence import MISSING, NOT_A_LATCH, Clue, FitError, FitInputError, Point, Refusal, latch_family
 from models.counters.snapshot import INTERVAL_S, LATCH_SPINS, Snapshot, point_in_time
 from models.params import ParameterError, shown
+from models.scenarios import CATALOGUE, get_scenario
 from models.scenarios.base import Scenario
+from models.statistics import t_quantile
 
 REPLICATES = 6          # fitted-model snapshots whose refits give each estimate's spread
 MIN_REPLICATES = 2      # the fewest that give a spread (one refit has no standard deviation)
@@ -112,7 +112,7 @@ HADR_FABRIC_CALLBACK PREEMPTIVE_HADR_LEASE_MECHANISM PREEMPTIVE_SP_SERVER_DIAGNO
 def diagnoses() -> dict[str, tuple[str, str]]:
     """What each diagnosis looks like in the counters and the model that explains it, in the order they are tried."""
     table: dict[str, tuple[str, str]] = {}
-    for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
+    for spec in sorted(CATALOGUE.values(), key=lambda s: s.diagnosis.rank):
         rule = spec.diagnosis
         looks, names = table.get(rule.label, (rule.looks_like, ""))
         table[rule.label] = (looks, f"{names} or {spec.name}" if names else spec.name)
@@ -250,23 +250,6 @@ def _plain(x: Any) -> Any:
     return significant(x, FITTED)
 
 
-@functools.lru_cache(maxsize=None)
-def t_quantile(replicates: int, level: float = LEVEL) -> float:
-    """The two-sided Student-t quantile of ``level`` for ``replicates - 1`` degrees of freedom, to 6 decimals.
-
-    Six replicates at 95% give 2.570582: a spread measured from few refits is itself uncertain, and the t
-    quantile (not the normal 1.96, nor a fixed 2) widens the range by as much.  Rounded so that no range
-    carries the numerical library's last digits.
-    """
-    from scipy import stats
-
-    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 2:
-        raise ValueError(f"replicates={replicates!r} is out of range: use 2 or more (one refit has no spread)")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level={level!r} is out of range: use a share between 0 and 1")
-    return round(float(stats.t.ppf(0.5 + level / 2.0, replicates - 1)), 6)
-
-
 def precision(value: float) -> float:
     """One unit in the last of the FITTED significant digits a fitted value is shown to (0 for zero).
 
@@ -340,7 +323,7 @@ def _diagnose(snap: Snapshot) -> Diagnosis:
     try:
         if family == "PAGELATCH":
             ev.page_latch_elsewhere(snap, clue.top_wait)  # tempdb and allocation pages, named before any rule
-        for spec in sorted(models.scenarios().values(), key=lambda s: s.diagnosis.rank):
+        for spec in sorted(CATALOGUE.values(), key=lambda s: s.diagnosis.rank):
             claimed = spec.diagnosis.claims(clue)
             if claimed is not None:
                 told = advice.also_on_top(snap, waits, clue.top_wait)
@@ -586,7 +569,7 @@ def compare(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> tuple[
         observed[WORKLOAD_CPU] = float(snap.setting("database_cpu_ms")) / snap.interval_s
         for rate in rates:
             rate[WORKLOAD_CPU] = rate.get("scheduler busy time_ms", 0.0)
-    tq = t_quantile(n, CHECK_LEVEL)
+    tq = t_quantile(n - 1, CHECK_LEVEL)
     found: list[Misfit] = []
     background: list[tuple[float, str]] = []
     for key in sorted(set().union(*rates)):
@@ -636,7 +619,7 @@ def fit(snap: Snapshot, *, scenario: str | None = None, replicates: int = REPLIC
     fits under each value of that choice; the estimate stays the one under the value assumed.
     """
     main = _fit_one(snap, scenario=scenario, replicates=replicates, assume=assume, progress=progress)
-    spec = models.get_scenario(main.scenario) if main.scenario else None
+    spec = get_scenario(main.scenario) if main.scenario else None
     for setting, pname in spec.range_over if spec else ():
         if pname not in main.params:
             continue
@@ -775,7 +758,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
     name = diagnosis.scenario if scenario is None else scenario
     if name is None:
         return Fit(diagnosis, None, {}, [], snap.interval_s, 0.0)
-    spec = models.get_scenario(name)
+    spec = get_scenario(name)
     setup = assumed_setup(spec, assume)
     given = {k: v for k, v in setup.items() if k in (assume or {})}
     _check_policy(spec, snap, setup, given)
@@ -811,7 +794,7 @@ def _fit_one(snap: Snapshot, *, scenario: str | None = None, replicates: int = R
             if progress is not None:
                 progress((k + 1) / replicates)
     scale = math.sqrt(window / snap.interval_s) if reps else 1.0
-    half_sd = t_quantile(len(reps)) * INFLATION if len(reps) >= MIN_REPLICATES else 0.0
+    half_sd = t_quantile(len(reps) - 1) * INFLATION if len(reps) >= MIN_REPLICATES else 0.0
     params: dict[str, Estimate] = {}
     undetermined = []
     for pname, (value, how) in point.settings.items():

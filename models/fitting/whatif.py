@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import models
 from models.fitting.fit import TARGET_VISITS, Fit
-from models.fitting.fit import sized, t_quantile
+from models.fitting.fit import sized
 from models.counters.snapshot import Snapshot
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
+from models.scenarios import CATALOGUE, get_scenario, run
 from models.scenarios.base import Change, Scenario
+from models.statistics import t_quantile
 
 LATCH_MODES = r"_(KP|SH|UP|EX|DT)"
 
@@ -33,7 +34,7 @@ LATCH_MODES = r"_(KP|SH|UP|EX|DT)"
 def changes() -> dict[str, list[tuple[Scenario, Change]]]:
     """Every change any scenario offers, by name, with the scenarios it acts on (in catalogue order)."""
     found: dict[str, list[tuple[Scenario, Change]]] = {}
-    for spec in models.scenarios().values():
+    for spec in CATALOGUE.values():
         for change in spec.changes:
             found.setdefault(change.name, []).append((spec, change))
     return found
@@ -120,17 +121,18 @@ def _run(spec: Scenario, params: dict[str, Any], rate: float, seconds: float) ->
     """The metrics of one run of the model, sized to ``seconds`` at ``rate`` visits per second."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return metrics(spec, models.run(spec.name, **sized(spec, params, rate, seconds)))
+        return metrics(spec, run(spec.name, **sized(spec, params, rate, seconds)))
 
 
 def _ranges(fit: Fit, params: list[dict[str, Any]], seconds: float) -> tuple[Range, Range]:
     """The metrics at the estimates (first) and their spread over the replicates, scaled to the interval."""
-    spec = models.get_scenario(fit.scenario)
+    spec = get_scenario(fit.scenario)
     values = np.array([_run(spec, p, fit.rate_per_s, seconds) for p in params])
     est = values[0]
     if len(values) > 2:
         sd = np.std(values[1:] - est, axis=0, ddof=1) * fit.scale
-        half = fit.half_width or t_quantile(len(values) - 1, fit.level)  # the fit's own t quantile and level
+        # the fit's own t quantile and level, over the replicates (values[0] is the estimate)
+        half = fit.half_width or t_quantile(len(values) - 2, fit.level)
     else:
         sd, half = np.zeros(2), 0.0
     return tuple(Range(float(e), float(max(e - half * s, 0.0)), float(e + half * s)) for e, s in zip(est, sd))
@@ -138,7 +140,7 @@ def _ranges(fit: Fit, params: list[dict[str, Any]], seconds: float) -> tuple[Ran
 
 def run_seconds(fit: Fit) -> float:
     """How much simulated time a what-if run covers: about TARGET_VISITS visits at the fitted rate (at least 50 ms)."""
-    if not models.get_scenario(fit.scenario).replicated:  # a model that draws nothing at random: run the interval
+    if not get_scenario(fit.scenario).replicated:  # a model that draws nothing at random: run the interval
         return fit.interval_s
     return max(TARGET_VISITS / max(fit.rate_per_s, 1e-9), 0.05)
 
@@ -151,7 +153,7 @@ def _param_sets(fit: Fit, extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _within_model(scenario: str, refit: dict[str, Any]) -> dict[str, Any]:
     """A replicate's refitted values, each held within its catalogue range (see :func:`replicates_held`)."""
-    spec = models.get_scenario(scenario)
+    spec = get_scenario(scenario)
     held = {}
     for name, value in refit.items():
         p = spec.param(name)
@@ -163,7 +165,7 @@ def _within_model(scenario: str, refit: dict[str, Any]) -> dict[str, Any]:
 
 def replicates_held(fit: Fit) -> list[str]:
     """The parameters some replicate's refit put beyond the model's range (held at the bound for its runs)."""
-    spec = models.get_scenario(fit.scenario)
+    spec = get_scenario(fit.scenario)
     return sorted({name for r in fit.replicates for name, value in r.items()
                    if not spec.param(name).low <= value <= spec.param(name).high})
 
@@ -198,7 +200,7 @@ def predict(fit: Fit, change: str, value: float | None = None, now: tuple[Range,
     chosen, value = acts_on[0][1], given
     if fit.scenario is None:
         return Prediction(chosen.name, chosen.what, {}, "", "", None, None, None, None, "no model was fitted")
-    spec = models.get_scenario(fit.scenario)
+    spec = get_scenario(fit.scenario)
     unit_text, wait = unit(spec), wait_types(spec)
     if spec.change(name) is None:
         return Prediction(chosen.name, chosen.what, {}, unit_text, wait, None, None, None, None,
@@ -237,13 +239,13 @@ MISFIT = 0.25  # the fitted model's waits off the capture's by more than this sh
 def captured_wait(fit: Fit, snap: Snapshot) -> float:
     """The capture's own ms of the scenario's reported waits per second, to hold the fitted model's against."""
     waits = snap.table("wait")
-    return waited_ms(models.get_scenario(fit.scenario), waits["name"], waits["time_ms"]) / snap.interval_s
+    return waited_ms(get_scenario(fit.scenario), waits["name"], waits["time_ms"]) / snap.interval_s
 
 
 def check(fit: Fit, snap: Snapshot, now: tuple[Range, Range]) -> str:
     """How the fitted model's waits compare with the capture's: agreement is fitted, so only a miss says much."""
     captured, model = captured_wait(fit, snap), now[1].estimate
-    text = (f"the capture had {figure(captured)} ms/s of {wait_types(models.get_scenario(fit.scenario))} waits, "
+    text = (f"the capture had {figure(captured)} ms/s of {wait_types(get_scenario(fit.scenario))} waits, "
             f"the fitted model {figure(model)}")
     if captured > 0 and abs(model - captured) > MISFIT * captured:
         return text + ": the fitted model does not reproduce the capture, so its what-ifs are doubtful"
@@ -292,7 +294,7 @@ def band_table(fit: Fit, snap: Snapshot, value: float | None = None,
         return {}
     from models.fitting.fit import band_points
 
-    spec = models.get_scenario(fit.scenario)
+    spec = get_scenario(fit.scenario)
     chosen = [c for c in spec.changes if only is None or c.name == only]
     seconds = run_seconds(fit) / 2.0  # the ends move the gain by far more than half the run's noise
     out: dict[str, list[BandGain]] = {}
@@ -377,7 +379,7 @@ def table(fit: Fit, snap: Snapshot | None = None) -> pd.DataFrame:
         raise ParameterError(f"fit={type(fit).__name__} is not a Fit: make one with models.fitting.fit.fit")
     if fit.scenario is None:  # nothing was fitted: no model to run, no change to make
         return pd.DataFrame([])
-    spec = models.get_scenario(fit.scenario)
+    spec = get_scenario(fit.scenario)
     now = _ranges(fit, _param_sets(fit, {}), run_seconds(fit))
     notes = [check(fit, snap, now)] if snap is not None else []
     held = replicates_held(fit)

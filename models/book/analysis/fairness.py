@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.book.sweep import mean_ci
+from models.statistics import mean_ci
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US, WHITE_FAIR_LATCH_WAITS, WHITE_FAIR_SIGNAL_WAIT_MS
 from models.scenarios.parallel_insert import log_records
 

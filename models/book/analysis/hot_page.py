@@ -93,7 +93,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
-from models.book.sweep import mean_ci
+from models.statistics import mean_ci
 from models.calibration import (
     CONTEXT_SWITCH_US, HANDOFF_US, INSERT_CALL_US, INSERT_ROW_US, POCHE_BATCH500_US_PER_ROW, POCHE_SERIAL_US_PER_ROW,
     WAKEUP_BAND_US, WAKEUP_US,

@@ -18,7 +18,7 @@ import pandas as pd
 
 import models
 from models import analytic
-from models.book.sweep import mean_ci
+from models.statistics import mean_ci
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_BAND_US, WAKEUP_US
 
 SCALE = 64

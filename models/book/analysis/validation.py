@@ -30,10 +30,11 @@ from models import analytic
 from models.book import stored
 from models.engine.program import EX, EXPONENTIAL, FIXED, Program
 from models.result import build
+from models.statistics import batch_means_ci, difference_ci, mean_ci
 from models.workload import LatchSpec, Workload, simulate
 
 FREE = {"wakeup_us": 0.0, "context_switch_us": 0.0}
-ROOT = Path(__file__).resolve().parents[3]  # models/book/analysis/ -> the repository
+ROOT = stored.book_root()  # the book's folder (models.book.stored says where: the one rule)
 
 # First seed of each table (row k runs from base + k).
 OPEN_SEED = 101       # convoy against Pollaczek-Khinchine
@@ -66,7 +67,7 @@ def open_queue_table(rhos: list[float], hold_ms: float = 2.0, requests: int = 20
             res = models.run("convoy", arrival_rate_per_s=rate, hold_ms=hold_ms, hold_dist=dist,
                              requests=requests, seed=row_seed, **FREE)
             w = res.acquire_wait_ms
-            mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+            mean, half = batch_means_ci(w[len(w) // 20:])
             theory = formula(rate / 1000.0, hold_ms)
             rows.append({"hold": dist, "utilisation": rho, "seed": row_seed, "simulated_wait_ms": mean,
                          "ci_half_ms": half, "formula_wait_ms": theory.mean_wait,
@@ -100,7 +101,7 @@ def handoff_queue_table(loads: list[float], hold_ms: float = 2.0, handoff_ms: fl
                              requests=requests, seed=row_seed, wakeup_us=handoff_ms * 1000.0,
                              context_switch_us=0.0)
             w = res.acquire_wait_ms
-            mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+            mean, half = batch_means_ci(w[len(w) // 20:])
             exact = analytic.fair_handoff_queue(rate, hold_ms, second_moment, handoff_ms)
             rows.append({"hold": dist, "load": load, "seed": row_seed, "simulated_wait_ms": mean,
                          "ci_half_ms": half, "formula_wait_ms": exact.mean_latch_wait,
@@ -122,7 +123,7 @@ def convergence_table(rho: float = 0.9, hold_ms: float = 2.0,
     rows = []
     for n in lengths:
         w = res.acquire_wait_ms[:n]
-        mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+        mean, half = batch_means_ci(w[len(w) // 20:])
         rows.append({"requests": n, "seed": seed, "mean_wait_ms": mean, "ci_half_ms": half,
                      "relative_half_width_pct": 100 * half / exact, "formula_wait_ms": exact,
                      "reference": f"Pollaczek-Khinchine M/M/1, {EXACT}"})
@@ -209,8 +210,6 @@ def tempdb_table(cases: Iterable[tuple[int, int]] = ((1, 1), (2, 1), (4, 1), (8,
     the files in turn, and they drift apart), so that is not what the model reduces to, and the table shows
     the gap.
     """
-    from scipy import stats
-
     rows = []
     for k, (n, files) in enumerate(cases):
         values = {**TEMPDB_PRODUCT_FORM, **params, "sessions": n, "files": files, "schedulers": n}
@@ -221,9 +220,9 @@ def tempdb_table(cases: Iterable[tuple[int, int]] = ((1, 1), (2, 1), (4, 1), (8,
         mva = 1000.0 * float(analytic.mva_network(n, think, demands).throughput[-1])
         per_file = (1000.0 * files * float(analytic.mva_repairman(n // files, think, 2 * values["gam_us"]).throughput[-1])
                     if n % files == 0 else float("nan"))
-        half = float(stats.t.ppf(0.975, seeds - 1) * rates.std(ddof=1) / np.sqrt(seeds))
+        mean, half = mean_ci(list(rates))
         rows.append({"sessions": n, "files": files, "seeds": f"{first}–{first + seeds - 1}",
-                     "simulated_objects_per_ms": float(rates.mean()), "objects_ci_half_per_ms": half,
+                     "simulated_objects_per_ms": mean, "objects_ci_half_per_ms": half,
                      "mva_objects_per_ms": mva, "per_file_objects_per_ms": per_file,
                      "gam_utilisation": mva * 2 * values["gam_us"] / 1000.0 / files,
                      "reference": "exact MVA of the closed network (a station per file's GAM page); nothing fitted"})
@@ -246,8 +245,6 @@ def all_active_throughput(log: pd.DataFrame, end_ms: float | None = None, warmup
     release (the default, kept for comparison) is a time the run chooses, just after a worker got ahead, and
     it biases the rate upward.  An ``end_ms`` after the first worker finished is refused by name.
     """
-    from scipy import stats
-
     first_finish = float(log.groupby("worker")["release_ms"].max().min())
     end = first_finish if end_ms is None else float(end_ms)
     if not 0 < end <= first_finish:
@@ -257,7 +254,7 @@ def all_active_throughput(log: pd.DataFrame, end_ms: float | None = None, warmup
     edges = np.linspace(start, end, batches + 1)
     counts, _ = np.histogram(log["release_ms"].to_numpy(), bins=edges)
     rates = counts / np.diff(edges)
-    return float(rates.mean()), float(stats.t.ppf(0.975, batches - 1) * rates.std(ddof=1) / np.sqrt(batches))
+    return mean_ci(list(rates))  # the parts' rates are nearly independent: batch means over the window
 
 
 def shared_scheduler_table(cases: Iterable[tuple[int, int]] = ((3, 2), (4, 2), (4, 3), (5, 3), (6, 4)),
@@ -286,7 +283,7 @@ def shared_scheduler_table(cases: Iterable[tuple[int, int]] = ((3, 2), (4, 2), (
                       expected_acquires=acquires // n * n)
         res = build(simulate(wl, seed + k), "shared-schedulers", {}, seed + k)
         w = res.acquire_wait_ms
-        mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+        mean, half = batch_means_ci(w[len(w) // 20:])
         exact = analytic.shared_scheduler_latch(n, sched, think_ms, hold_ms)
         rows.append({"workers": n, "schedulers": sched, "seed": seed + k, "chain_states": exact.states,
                      "simulated_throughput_per_ms": res.throughput_per_s / 1000.0,
@@ -353,7 +350,7 @@ def unfair_open_queue(utilisation: float, hold_ms: float = 1.0, hold_dist: str =
                   schedulers=schedulers, expected_acquires=requests, poisson_from=0, poisson_gap_us=1000.0 / rate)
     res = build(simulate(wl, seed, record_acquires=requests), "unfair-open", {}, seed)
     w = res.acquire_wait_ms
-    mean, half = analytic.batch_means_ci(w[len(w) // 20:])
+    mean, half = batch_means_ci(w[len(w) // 20:])
     moments = (hold_ms ** 2, hold_ms ** 3) if hold_dist == "fixed" else (2 * hold_ms ** 2, 6 * hold_ms ** 3)
     pk = analytic.mg1(rate, hold_ms, 0.0 if hold_dist == "fixed" else 1.0).mean_wait
     fifo_sd = float(np.sqrt(analytic.mg1_wait_variance(rate, hold_ms, *moments)))
@@ -409,7 +406,7 @@ def cotenant_queue(utilisation: float, hold_ms: float = 1.0, hold_dist: str = "e
     waited = trace[(trace["state"] == "runnable") & (trace["worker"] > 0)]
     per_task = np.zeros(tasks)
     np.add.at(per_task, waited["worker"].to_numpy() - 1, (waited["end_ms"] - waited["start_ms"]).to_numpy())
-    mean, half = analytic.batch_means_ci(per_task[tasks // 20:])
+    mean, half = batch_means_ci(per_task[tasks // 20:])
     second = hold_ms ** 2 if hold_dist == "fixed" else 2 * hold_ms ** 2
     gated = analytic.vacation_queue(rate, hold_ms, second, quantum_ms, quantum_ms ** 2, "gated")
     exhaustive = analytic.vacation_queue(rate, hold_ms, second, quantum_ms, quantum_ms ** 2, "exhaustive")
@@ -555,7 +552,7 @@ def cpu_queue(servers: int, utilisation: float, service_ms: float = 1.0, tasks: 
     waited = trace.loc[trace["state"] == "runnable"]
     per_task = np.zeros(tasks)  # workers are numbered in arrival order
     np.add.at(per_task, waited["worker"].to_numpy(), (waited["end_ms"] - waited["start_ms"]).to_numpy())
-    wait, half = analytic.batch_means_ci(per_task[tasks // 20:])
+    wait, half = batch_means_ci(per_task[tasks // 20:])
     return {"servers": servers, "utilisation": utilisation, "seed": seed, "simulated_wait_ms": wait,
             "ci_half_ms": half,
             "mmc_wait_ms": analytic.mmc(rate_per_ms, service_ms, servers).mean_wait,
@@ -630,9 +627,7 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
     over 20 batch means).
     """
     from models import crosscheck  # SimPy and Ciw: imported only when a cross-check runs
-    from models.book.sweep import t95
 
-    t = t95(19)
     reference = {"engine": "the engine (under test)", "SimPy": "SimPy: same system, own code; nothing fitted",
                  "Ciw": "Ciw: same system, own code; nothing fitted"}
     rows = []
@@ -640,8 +635,8 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
     for name, fn in (("engine", crosscheck.engine_convoy), ("SimPy", crosscheck.simpy_convoy),
                      ("Ciw", crosscheck.ciw_convoy)):
         r = fn(open_load, hold_ms=2.0, hold_dist="exponential", handoff_ms=0.2, n_requests=count, seed=seed)
-        m, se = crosscheck.batch_means(r.waits_ms)
-        rows.append({"system": open_name, "simulator": name, "seed": seed, "mean_wait_ms": m, "ci_half_ms": t * se,
+        mean, half = batch_means_ci(r.waits_ms)
+        rows.append({"system": open_name, "simulator": name, "seed": seed, "mean_wait_ms": mean, "ci_half_ms": half,
                      "reference": reference[name]})
     exact = analytic.fair_handoff_queue(open_load, 2.0, 8.0, 0.2).mean_latch_wait
     rows.append({"system": open_name, "simulator": "Welch formula", "seed": None, "mean_wait_ms": exact,
@@ -651,13 +646,13 @@ def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_
                      ("Ciw", crosscheck.ciw_closed_latch)):
         r = fn(workers, hold_ms=0.1, hold_dist="exponential", handoff_ms=0.02, think_ms=1.0,
                think_dist="exponential", n_acquires=count, seed=seed)
-        m, se = crosscheck.batch_means(r.waits_ms)
-        rows.append({"system": closed_name, "simulator": name, "seed": seed, "mean_wait_ms": m,
-                     "ci_half_ms": t * se, "reference": reference[name]})
+        mean, half = batch_means_ci(r.waits_ms)
+        rows.append({"system": closed_name, "simulator": name, "seed": seed, "mean_wait_ms": mean,
+                     "ci_half_ms": half, "reference": reference[name]})
     return pd.DataFrame(rows)
 
 
-GRID = ROOT / "book" / "data" / "validation.csv"
+GRID = stored.data_dir() / "validation.csv"
 
 
 def grid_against_welch(path: Path = GRID, hold_ms: float = 2.0) -> pd.DataFrame:
@@ -681,7 +676,7 @@ def grid_against_welch(path: Path = GRID, hold_ms: float = 2.0) -> pd.DataFrame:
     return grid
 
 
-CROSSCHECK_STUDY = ROOT / "book" / "data" / "crosscheck.csv"
+CROSSCHECK_STUDY = stored.data_dir() / "crosscheck.csv"
 CROSSCHECK_SEEDS = tuple(range(21, 31))
 
 
@@ -715,26 +710,21 @@ def crosscheck_summary(runs: pd.DataFrame, open_load: float = 0.35) -> pd.DataFr
     """Per system and simulator: the mean over seeds, its 95% interval (Student t over the runs), and the
     difference from the reference, Welch's exact value for the open system and the engine for the closed
     one, with the 95% interval of that difference (Welch's t for two independent samples)."""
-    from scipy import stats
-
     exact = analytic.fair_handoff_queue(open_load, 2.0, 8.0, 0.2).mean_latch_wait
     rows = []
     for system, part in runs.groupby("system", sort=False):
         engine = part.loc[part["simulator"] == "engine", "mean_wait_ms"].to_numpy()
         for name, sim in part.groupby("simulator", sort=False):
             x = sim["mean_wait_ms"].to_numpy()
-            n = len(x)
-            half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
+            mean, half = mean_ci(list(x))
             if system == "open":
                 ref, ref_name = exact, "Welch, exact"
-                diff, diff_half = x.mean() - exact, half
+                diff, diff_half = mean - exact, half
             else:
-                ref, ref_name = float(engine.mean()), "the engine"
-                va, vb = x.var(ddof=1) / n, engine.var(ddof=1) / len(engine)
-                dof = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (len(engine) - 1)) if va + vb > 0 else 1
-                diff, diff_half = x.mean() - engine.mean(), float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
-            rows.append({"system": system, "simulator": name, "runs": n, "requests": int(sim["count"].sum()),
-                         "mean_wait_ms": float(x.mean()), "ci_half_ms": half, "compared_with": ref_name,
+                ref, ref_name = mean_ci(list(engine))[0], "the engine"
+                diff, diff_half = difference_ci(list(x), list(engine))
+            rows.append({"system": system, "simulator": name, "runs": len(x), "requests": int(sim["count"].sum()),
+                         "mean_wait_ms": mean, "ci_half_ms": half, "compared_with": ref_name,
                          "reference_ms": ref, "difference_pct": 100 * diff / ref,
                          "difference_ci_pct": 100 * diff_half / ref})
     table = pd.DataFrame(rows)
@@ -826,7 +816,7 @@ def readable(table: pd.DataFrame, columns: list[str], digits: int = 3,
 
 # ---------------------------------------------------------------- validation against SQL Server: the scorecard
 
-SCORECARD = ROOT / "book" / "data" / "scorecard.csv"
+SCORECARD = stored.data_dir() / "scorecard.csv"
 # The code whose change can move a chapter's comparison table: the scorecard records a digest of it.
 SCORECARD_SOURCES = ("models/book/analysis/fairness.py", "models/book/analysis/nested.py",
                      "models/book/analysis/hot_page.py", "models/book/analysis/version_store.py",
@@ -1162,7 +1152,7 @@ def sources_digest() -> str:
 SCORECARD_WORDS = ("predicted", "consistent")
 
 
-FAIRNESS_BAND = ROOT / "book" / "data" / "fairness_band.csv"
+FAIRNESS_BAND = stored.data_dir() / "fairness_band.csv"
 
 
 def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
