@@ -50,7 +50,7 @@ HOLD_MS = 0.1
 THINK_MS = 10 * HOLD_MS
 WORKERS = (8, 64)
 COUNTS = {"engine": 2_000_000, "bare": 2_000_000, "simpy": 100_000, "ciw": 20_000}
-TARGETS = {"ratio_to_bare": 0.8, "ratio_to_simpy": 60.0, "cached_over_floor_s": 0.3, "cold_s": 19.8}
+TARGETS = {"ratio_to_bare": 0.85, "ratio_to_simpy": 60.0, "cached_over_floor_s": 0.3, "cold_s": 19.8}
 PAIRED_REPEAT = 7  # engine loop and bare DES: best of this many, alternating
 SWEEP_REPEAT = 2  # the sweep at each job count: best of this many (one run once took 21 s instead of 8)
 SWEEP = "validation"  # the sweep timed at 1 and 2 jobs (600 runs of 50,000 requests)
@@ -252,7 +252,7 @@ def report(fig: dict) -> str:
     cold = s["cold"]["total_s"]
     lines += [
         "",
-        "Targets (issue 16, on a 2-core machine):",
+        "Targets (issues 16 and 44, on a 2-core machine):",
         f"- engine loop >= {t['ratio_to_bare']}x the bare heap DES at 8 and 64 workers: measured "
         f"{worst_bare:.2f}x (lowest row) -> {_met(worst_bare >= t['ratio_to_bare'])}",
         f"- engine loop >= {t['ratio_to_simpy']:.0f}x SimPy: measured {worst_simpy:.1f}x -> "

@@ -18,12 +18,13 @@ import pandas as pd
 from models.engine.clock import to_ticks
 from models.engine.program import MODE_NAMES
 from models.engine.state import (
-    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ, AL_SUSPENDED, AL_WORKER, GF_END,
+    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QUEUE_SEQ, AL_SUSPENDED, AL_WORKER, GF_END,
     GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_MAX_TIME, GF_OS_MAXWAIT, GF_OS_WAIT, GF_SEM_MAXWAIT, GF_SEM_WAIT,
-    GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_JOIN_WAITS, G_LOGN, G_OS_WAITS, G_SAMPLEN, G_SEM_WAITS, G_TRACEN,
-    G_UNITS, G_YIELDS, LF_LATSUM, LF_QAREA, LF_QRES, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, L_ACQ, L_BACKOFFS,
-    L_COLL, L_SPINS, SF_BUSY, STATUS_DONE, STATUS_EVENT_BOUND, STATUS_STUCK, STATUS_TIME_BOUND, S_SWITCHES,
-    State, WF_CPU, WF_LATCHWAIT, WF_SPIN, W_ACQ, W_SCHED,
+    GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_JOIN_WAITS, G_LOG_USED, G_OS_WAITS, G_SAMPLES_USED, G_SEM_WAITS,
+    G_TRACE_USED, G_UNITS_DONE, G_YIELDS, LF_LATENCY_SUM, LF_QUEUE_AREA, LF_QUEUE_RESIDENCE, LW_COUNT, LW_MAX,
+    LW_SIGNAL_TIME, LW_TIME, L_ACQUIRES, L_BACKOFFS, L_COLLISIONS, L_SPINS, SF_BUSY, STATUS_DONE,
+    STATUS_EVENT_BOUND, STATUS_STUCK, STATUS_TIME_BOUND, S_SWITCHES, State, WF_CPU, WF_LATCH_WAIT, WF_SPIN,
+    W_ACQUIRES, W_SCHEDULER,
 )
 from models.workload import RawRun
 
@@ -144,7 +145,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     truncated = raw.status != STATUS_DONE and not window_closed
     reason = _BOUND_TEXT.get(raw.status, "").format(max_events=raw.max_events,
                                                     max_sim_ms=raw.max_sim_ms)
-    sampled = s.samples[: s.run_cells[G_SAMPLEN]]
+    sampled = s.samples[: s.run_cells[G_SAMPLES_USED]]
     samples, sample_latch = sampled[:, 0] / 1000.0, sampled[:, 1].astype(np.int64)
 
     latch_rows, wait_rows, spin_rows = [], [], []
@@ -158,14 +159,14 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "waiting_requests_count": int(waits),
             "wait_time_ms": float(latch_waits[:, :, LW_TIME].sum()) / 1000.0,
             "max_wait_time_ms": float(latch_waits[:, :, LW_MAX].max()) / 1000.0,
-            "acquires": int(s.latches[idx, L_ACQ].sum()),
+            "acquires": int(s.latches[idx, L_ACQUIRES].sum()),
             # per-acquire wait percentiles over the sampled acquires of this class's latches
             **dict(zip(("p50_wait_ms", "p95_wait_ms", "p99_wait_ms"),
                        _percentiles(samples[np.isin(sample_latch, idx)], [50, 95, 99]))),
         })
         spin_rows.append({
             "name": cls,
-            "collisions": int(s.latches[idx, L_COLL].sum()),
+            "collisions": int(s.latches[idx, L_COLLISIONS].sum()),
             "spins": int(s.latches[idx, L_SPINS].sum()),
             "backoffs": int(s.latches[idx, L_BACKOFFS].sum()),
         })
@@ -176,7 +177,7 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
             "waiting_tasks_count": int(latch_waits[:, LW_COUNT].sum()),
             "wait_time_ms": float(latch_waits[:, LW_TIME].sum()) / 1000.0,
             "max_wait_time_ms": float(latch_waits[:, LW_MAX].max()) / 1000.0,
-            "signal_wait_time_ms": float(latch_waits[:, LW_SIG].sum()) / 1000.0,
+            "signal_wait_time_ms": float(latch_waits[:, LW_SIGNAL_TIME].sum()) / 1000.0,
         }
 
     prefixes = list(dict.fromkeys(spec.wait_prefix for spec in wl.latches if not spec.wait_type))
@@ -209,16 +210,16 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
     })
     workers = pd.DataFrame({
         "worker": np.arange(len(wl.worker_start)),
-        "scheduler": s.workers[:, W_SCHED],
+        "scheduler": s.workers[:, W_SCHEDULER],
         "kind": wl.worker_kind,
-        "acquires": s.workers[:, W_ACQ],
-        "latch_wait_ms": s.worker_times[:, WF_LATCHWAIT] / 1000.0,
+        "acquires": s.workers[:, W_ACQUIRES],
+        "latch_wait_ms": s.worker_times[:, WF_LATCH_WAIT] / 1000.0,
         "cpu_ms": s.worker_times[:, WF_CPU] / 1000.0,
         "spin_ms": s.worker_times[:, WF_SPIN] / 1000.0,
     })
     trace = None
     if s.trace_i.shape[0]:
-        n = int(s.run_cells[G_TRACEN])
+        n = int(s.run_cells[G_TRACE_USED])
         trace = pd.DataFrame({
             "worker": s.trace_i[:n, 0],
             "scheduler": s.trace_i[:n, 1],
@@ -228,31 +229,31 @@ def build(raw: RawRun, scenario: str, params: dict[str, Any], seed: int) -> Resu
         })
     log = None
     if s.log_i.shape[0]:
-        n = int(s.run_cells[G_LOGN])
+        n = int(s.run_cells[G_LOG_USED])
         log = pd.DataFrame({
             "worker": s.log_i[:n, AL_WORKER], "latch": s.log_i[:n, AL_LATCH],
             "mode": [MODE_NAMES[m] for m in s.log_i[:n, AL_MODE]],
             "suspended": s.log_i[:n, AL_SUSPENDED].astype(bool),
-            "queue_seq": s.log_i[:n, AL_QSEQ],
+            "queue_seq": s.log_i[:n, AL_QUEUE_SEQ],
             "request_ms": s.log_f[:n, ALF_REQUEST] / 1000.0,
             "grant_ms": s.log_f[:n, ALF_GRANT] / 1000.0,
             "run_ms": s.log_f[:n, ALF_RUN] / 1000.0,
             "release_ms": s.log_f[:n, ALF_RELEASE] / 1000.0,
         })
-    units = wl.work_units if wl.work_units >= 0 else (int(s.latches[0, L_ACQ]) if len(wl.latches) else 0)
+    units = wl.work_units if wl.work_units >= 0 else (int(s.latches[0, L_ACQUIRES]) if len(wl.latches) else 0)
     if truncated:
-        units = int(s.latches[0, L_ACQ]) if len(wl.latches) else 0
+        units = int(s.latches[0, L_ACQUIRES]) if len(wl.latches) else 0
     if wl.count_units:
-        units = int(s.run_cells[G_UNITS])
+        units = int(s.run_cells[G_UNITS_DONE])
     extra = dict(wl.extra)
     extra.update({
-        "latency_sum_ms": float(s.latch_times[:, LF_LATSUM].sum()) / 1000.0,
-        "queue_area_ms": float(s.latch_times[:, LF_QAREA].sum()) / 1000.0,
-        "queue_residence_ms": float(s.latch_times[:, LF_QRES].sum()) / 1000.0,
+        "latency_sum_ms": float(s.latch_times[:, LF_LATENCY_SUM].sum()) / 1000.0,
+        "queue_area_ms": float(s.latch_times[:, LF_QUEUE_AREA].sum()) / 1000.0,
+        "queue_residence_ms": float(s.latch_times[:, LF_QUEUE_RESIDENCE].sum()) / 1000.0,
         "events": int(s.run_cells[G_EVENTS]),
     })
     if wl.count_units:
-        extra["units"] = int(s.run_cells[G_UNITS])
+        extra["units"] = int(s.run_cells[G_UNITS_DONE])
     if wl.collect is not None:
         extra.update(wl.collect(s))
     return Result(

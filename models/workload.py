@@ -21,9 +21,9 @@ from models.engine.program import CPU, EXPONENTIAL, GRANT, OSCALL, SLEEP, YIELD,
 from models.engine.rng import poisson_arrivals, seed_state, start_ahead
 from models.engine.state import (
     BT_OVERFLOW, GF_LOG_AHEAD, GF_MAX_TIME, GF_NOW, GF_QUANTUM, GF_SWITCH, GF_WAKEUP, G_EVENTS, G_MAIN_LEFT,
-    G_SEM_LIMIT, G_SEM_TARGET, LF_BACKOFF_US, LF_CONTCOST, LF_SPIN_US, L_ACQ, L_MAX_BACKOFFS, L_POLICY,
-    L_ROUNDS_PER_BACKOFF, L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, WF_ARRIVE, W_DAEMON,
-    W_PC, W_SCHED, State, allocate,
+    G_SEM_LIMIT, G_SEM_TARGET, LF_BACKOFF_US, LF_CONTENDER_COST, LF_SPIN_US, L_ACQUIRES, L_MAX_BACKOFFS, L_POLICY,
+    L_ROUNDS_PER_BACKOFF, L_SPINS_PER_ROUND, MAX_WORKERS, P_A, P_B, P_OP, STATUS_CHUNK, WF_ARRIVAL, W_DAEMON,
+    W_PROGRAM_COUNTER, W_SCHEDULER, State, allocate,
 )
 
 
@@ -167,10 +167,10 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         btree.initialise(s.bt, s.pages, s.leaves, btree.STRATEGIES[index.strategy], index.capacity, index.fanout,
                          index.buckets, index.trees, index.page_latch0, index.root_latch0, index.gate_latch0,
                          workload.schedulers)
-    s.workers[:, W_PC] = workload.worker_start
-    s.workers[:, W_SCHED] = workload.worker_scheduler
+    s.workers[:, W_PROGRAM_COUNTER] = workload.worker_start
+    s.workers[:, W_SCHEDULER] = workload.worker_scheduler
     s.workers[:, W_DAEMON] = np.asarray(workload.worker_daemon, dtype=np.int64)
-    s.worker_times[:, WF_ARRIVE] = to_ticks(workload.worker_arrival_us)
+    s.worker_times[:, WF_ARRIVAL] = to_ticks(workload.worker_arrival_us)
     for k, spec in enumerate(workload.latches):
         s.latches[k, L_POLICY] = POLICIES.index(spec.policy)
         s.latches[k, L_SPINS_PER_ROUND] = spec.spins_per_round
@@ -178,7 +178,7 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         s.latches[k, L_ROUNDS_PER_BACKOFF] = spec.rounds_per_backoff
         s.latch_times[k, LF_SPIN_US] = to_ticks(spec.spin_us)
         s.latch_times[k, LF_BACKOFF_US] = to_ticks(spec.backoff_us)
-        s.latch_times[k, LF_CONTCOST] = to_ticks(spec.contender_cost_us)
+        s.latch_times[k, LF_CONTENDER_COST] = to_ticks(spec.contender_cost_us)
     forked = ~np.isfinite(np.asarray(workload.worker_arrival_us, dtype=np.float64))  # started by FORK, if at all
     s.run_cells[G_MAIN_LEFT] = int(((s.workers[:, W_DAEMON] == 0) & ~forked).sum())
     if memory is not None:
@@ -192,9 +192,9 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
         s.run_times[GF_MAX_TIME] = min(s.run_times[GF_MAX_TIME], to_ticks(workload.window_us))
     s.rng[:] = seed_state(seed)
     if workload.poisson_from >= 0:
-        poisson_arrivals(s.rng, s.worker_times[:, WF_ARRIVE], workload.poisson_from, workload.poisson_gap_us)
+        poisson_arrivals(s.rng, s.worker_times[:, WF_ARRIVAL], workload.poisson_from, workload.poisson_gap_us)
     start_ahead(s.rng, s.run_times, GF_LOG_AHEAD)
-    s.order[:] = np.argsort(s.worker_times[:, WF_ARRIVE], kind="stable")
+    s.order[:] = np.argsort(s.worker_times[:, WF_ARRIVAL], kind="stable")
     if max_events <= 0:
         max_events = (60 * max(workload.expected_acquires, 1) + 4 * workload.expected_events
                       + 20 * n_workers + 1_000_000)
@@ -209,7 +209,7 @@ def simulate(workload: Workload, seed: int, *, trace_events: int = 0, record_acq
             elif workload.expected_ms > 0:
                 done = s.run_times[GF_NOW] / 1000.0 / workload.expected_ms
             else:
-                done = s.latches[:, L_ACQ].sum() / expected
+                done = s.latches[:, L_ACQUIRES].sum() / expected
             progress(min(1.0, done) if status == STATUS_CHUNK else 1.0)
         if status != STATUS_CHUNK:
             if index is not None and s.bt[BT_OVERFLOW]:

@@ -15,8 +15,8 @@ from models.book import charts
 from models.book.analysis import cci
 from models.engine.program import BR_FAILED, GRANT, OS_SPIN, Program
 from models.engine.state import (
-    DONE, GF_OS_BUSY, GF_OS_KERNEL, GL_GRANTED, GRANT_OUTCOMES, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LOGN,
-    G_SEM_TIMEOUTS, G_SEM_WAITS, WF_CPU, WF_GWAIT, W_OUTCOME, W_SCHED, W_STATE,
+    DONE, GF_OS_BUSY, GF_OS_KERNEL, GL_GRANTED, GRANT_OUTCOMES, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LOG_USED,
+    G_SEM_TIMEOUTS, G_SEM_WAITS, WF_CPU, WF_GRANT_WAIT, W_GRANT_OUTCOME, W_SCHEDULER, W_STATE,
 )
 from models.result import build
 from models.scenarios import cci_insert as ins
@@ -52,11 +52,11 @@ def test_a_newcomer_queues_behind_a_waiter_even_when_memory_is_free():
                            (100.0, 50, 50, 1e9, 1000.0),  # B: 60 + 50 > 100, waits
                            (200.0, 10, 10, 1e9, 1000.0)], target_kb=100, limit_kb=200)
     s, res = _raw_run(wl)
-    assert list(s.worker_times[:, WF_GWAIT]) == pytest.approx([0.0, 900.0, 800.0])  # both granted when A frees, at 1 ms
+    assert list(s.worker_times[:, WF_GRANT_WAIT]) == pytest.approx([0.0, 900.0, 800.0])  # both granted when A frees, at 1 ms
     sem = res.wait_stats.set_index("wait_type").loc["RESOURCE_SEMAPHORE"]
     assert sem["waiting_tasks_count"] == 2 and sem["wait_time_ms"] == pytest.approx(1.7)
-    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_OUTCOME]] == ["granted"] * 3
-    log = s.glog[: s.run_cells[G_SEM_LOGN]]
+    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_GRANT_OUTCOME]] == ["granted"] * 3
+    log = s.glog[: s.run_cells[G_SEM_LOG_USED]]
     assert log[:, GL_GRANTED].max() <= 100  # nobody went over the target without a time-out
 
 
@@ -67,10 +67,10 @@ def test_at_the_timeout_a_waiter_is_forced_its_required_grant_or_fails():
                            (0.0, 80, 40, 2_000.0, 100.0),
                            (1_000.0, 60, 60, 2_000.0, 100.0)], target_kb=100, limit_kb=150)
     s, res = _raw_run(wl)
-    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_OUTCOME]] == ["granted", "forced_minimum", "error_8645"]
-    assert list(s.worker_times[:, WF_GWAIT]) == pytest.approx([0.0, 2_000.0, 2_000.0])
+    assert [GRANT_OUTCOMES[o] for o in s.workers[:, W_GRANT_OUTCOME]] == ["granted", "forced_minimum", "error_8645"]
+    assert list(s.worker_times[:, WF_GRANT_WAIT]) == pytest.approx([0.0, 2_000.0, 2_000.0])
     assert s.run_cells[G_SEM_FORCED] == 1 and s.run_cells[G_SEM_TIMEOUTS] == 1
-    log = s.glog[: s.run_cells[G_SEM_LOGN]]
+    log = s.glog[: s.run_cells[G_SEM_LOG_USED]]
     assert log[:, GL_GRANTED].max() == 140  # over the target by the forced 40, under the limit
     assert s.run_cells[G_SEM_GRANTED] == 0  # everything given back
 
@@ -104,8 +104,8 @@ def test_a_timer_left_from_a_grant_in_time_does_not_time_out_the_next_request():
                   worker_daemon=[False, False], worker_kind=["q", "q"], latches=[], schedulers=2,
                   memory=MemorySpec(100, 1_000), **ZERO)
     s, res = _raw_run(wl)
-    assert GRANT_OUTCOMES[s.workers[1, W_OUTCOME]] == "forced_minimum"
-    assert s.worker_times[1, WF_GWAIT] == pytest.approx(5_000.0)  # the second wait, to its own deadline
+    assert GRANT_OUTCOMES[s.workers[1, W_GRANT_OUTCOME]] == "forced_minimum"
+    assert s.worker_times[1, WF_GRANT_WAIT] == pytest.approx(5_000.0)  # the second wait, to its own deadline
     assert s.run_cells[G_SEM_WAITS] == 3 and s.run_cells[G_SEM_FORCED] == 1
 
 
@@ -127,8 +127,8 @@ def test_fork_and_join_share_one_grant_and_the_coordinator_waits_for_its_workers
     assert res.elapsed_ms == pytest.approx(10.0)
     cx = res.wait_stats.set_index("wait_type").loc["CXCONSUMER"]
     assert cx["waiting_tasks_count"] == 1 and cx["wait_time_ms"] == pytest.approx(10.0)
-    assert s.run_cells[G_SEM_GRANTED] == 0 and s.run_cells[G_SEM_LOGN] == 2  # one grant, asked once, given back once
-    assert s.workers[1, W_SCHED] != s.workers[2, W_SCHED]  # the two workers on distinct schedulers
+    assert s.run_cells[G_SEM_GRANTED] == 0 and s.run_cells[G_SEM_LOG_USED] == 2  # one grant, asked once, given back once
+    assert s.workers[1, W_SCHEDULER] != s.workers[2, W_SCHEDULER]  # the two workers on distinct schedulers
     assert (s.workers[:, W_STATE] == DONE).all()
 
 

@@ -14,7 +14,7 @@ import pytest
 import models
 from models.engine import clock
 from models.engine.program import EXPONENTIAL, FIXED, Program
-from models.engine.state import G_TRACEN
+from models.engine.state import G_TRACE_USED
 from models.result import build
 from models.workload import LatchSpec, Workload, simulate
 
@@ -108,7 +108,7 @@ def test_every_engine_time_is_a_whole_tick():
                                                                 backoff_us=1.1, contender_cost_us=0.03)],
                   schedulers=3, quantum_us=10.0, context_switch_us=0.31, wakeup_us=0.7)
     raw = simulate(wl, seed=3, trace_events=50_000, record_acquires=2_000)
-    ticks = np.concatenate([raw.state.trace_f[: raw.state.run_cells[G_TRACEN]].ravel(), raw.state.log_f.ravel()])
+    ticks = np.concatenate([raw.state.trace_f[: raw.state.run_cells[G_TRACE_USED]].ravel(), raw.state.log_f.ravel()])
     ticks = ticks[ticks >= 0] * clock.TICKS_PER_US
     assert np.array_equal(ticks, np.rint(ticks))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import models.engine
 from models.engine.cache import engine_kernels
-from models.engine.jit import ENGINE_LOCATORS, source_hash
+from models.engine.numba_internals import ENGINE_LOCATORS, source_hash
 
 
 def test_every_cached_engine_kernel_uses_an_engine_locator() -> None:

@@ -23,35 +23,35 @@ from models.workload import LatchSpec, MemorySpec, Workload, simulate
 
 def _semaphore(workers: int, target: int, limit: int, log_rows: int = 0):
     gi = np.zeros(st.G_NCOLS, np.int64)
-    gi[st.G_SEM_QHEAD:st.G_SEM_QTAIL + st.GRANT_QUEUES] = -1  # every queue empty
+    gi[st.G_SEM_QUEUE_HEADS:st.G_SEM_QUEUE_TAILS + st.GRANT_QUEUES] = -1  # every queue empty
     gi[st.G_SEM_TARGET], gi[st.G_SEM_LIMIT] = target, limit
     wi = np.zeros((workers, st.W_NCOLS), np.int64)
-    wi[:, st.W_GNEXT] = -1
+    wi[:, st.W_GRANT_QUEUE_NEXT] = -1
     glog = np.zeros((log_rows, st.GL_NCOLS), np.float64)
     return gi, wi, glog
 
 
 def _queue(gi, wi, queue: int = 0) -> list[int]:
-    out, w = [], gi[st.G_SEM_QHEAD + queue]
+    out, w = [], gi[st.G_SEM_QUEUE_HEADS + queue]
     while w >= 0 and len(out) <= wi.shape[0]:
         out.append(int(w))
-        w = wi[w, st.W_GNEXT]
+        w = wi[w, st.W_GRANT_QUEUE_NEXT]
     return out
 
 
 def _check_queue(gi, wi, expected: list[int]) -> None:
     assert _queue(gi, wi) == expected
-    assert gi[st.G_SEM_QLEN] == len(expected)
-    assert gi[st.G_SEM_QHEAD] == (expected[0] if expected else -1)
-    assert gi[st.G_SEM_QTAIL] == (expected[-1] if expected else -1)
+    assert gi[st.G_SEM_WAITING] == len(expected)
+    assert gi[st.G_SEM_QUEUE_HEADS] == (expected[0] if expected else -1)
+    assert gi[st.G_SEM_QUEUE_TAILS] == (expected[-1] if expected else -1)
     if expected:
-        assert wi[expected[-1], st.W_GNEXT] == -1
+        assert wi[expected[-1], st.W_GRANT_QUEUE_NEXT] == -1
 
 
 def _ask(gi, wi, w, want, need=None, queue=0):
     """What the GRANT instruction does with the semaphore: grant at once if it fits, else queue."""
-    wi[w, st.W_GWANT] = want
-    wi[w, st.W_GNEED] = want if need is None else need
+    wi[w, st.W_GRANT_WANTED_KB] = want
+    wi[w, st.W_GRANT_NEEDED_KB] = want if need is None else need
     if grants.fits_now(gi, want):
         grants.give(gi, wi, w, want, st.GRANT_GRANTED)
         return True
@@ -64,7 +64,7 @@ def _serve(gi, wi) -> list[int]:
     served = []
     while (head := grants.head_fits(gi, wi)) >= 0:
         grants.remove(gi, wi, head)
-        grants.give(gi, wi, head, wi[head, st.W_GWANT], st.GRANT_GRANTED)
+        grants.give(gi, wi, head, wi[head, st.W_GRANT_WANTED_KB], st.GRANT_GRANTED)
         served.append(int(head))
     return served
 
@@ -84,10 +84,10 @@ def test_give_and_take_back_keep_the_books():
     grants.give(gi, wi, 0, 70, st.GRANT_GRANTED)
     grants.give(gi, wi, 1, 30, st.GRANT_FORCED)
     assert gi[st.G_SEM_GRANTED] == 100
-    assert (wi[0, st.W_GRANTED], wi[0, st.W_OUTCOME]) == (70, st.GRANT_GRANTED)
-    assert (wi[1, st.W_GRANTED], wi[1, st.W_OUTCOME]) == (30, st.GRANT_FORCED)
+    assert (wi[0, st.W_GRANTED_KB], wi[0, st.W_GRANT_OUTCOME]) == (70, st.GRANT_GRANTED)
+    assert (wi[1, st.W_GRANTED_KB], wi[1, st.W_GRANT_OUTCOME]) == (30, st.GRANT_FORCED)
     grants.take_back(gi, wi, 0)
-    assert gi[st.G_SEM_GRANTED] == 30 and wi[0, st.W_GRANTED] == 0
+    assert gi[st.G_SEM_GRANTED] == 30 and wi[0, st.W_GRANTED_KB] == 0
     grants.take_back(gi, wi, 0)  # a second FREE gives back nothing more
     assert gi[st.G_SEM_GRANTED] == 30
     grants.take_back(gi, wi, 1)
@@ -99,8 +99,8 @@ def test_enqueue_is_first_in_first_out_and_marks_waiting():
     for w in (2, 0, 3):
         grants.enqueue(gi, wi, w, 0)
     _check_queue(gi, wi, [2, 0, 3])
-    assert [wi[w, st.W_OUTCOME] for w in (2, 0, 3)] == [st.GRANT_WAITING] * 3
-    assert wi[1, st.W_OUTCOME] == st.GRANT_NONE
+    assert [wi[w, st.W_GRANT_OUTCOME] for w in (2, 0, 3)] == [st.GRANT_WAITING] * 3
+    assert wi[1, st.W_GRANT_OUTCOME] == st.GRANT_NONE
 
 
 def test_head_fits_never_skips_a_large_head_for_a_small_request_behind_it():
@@ -134,7 +134,7 @@ def test_remove_from_head_middle_or_tail(victim, rest):
         grants.enqueue(gi, wi, w, 0)
     grants.remove(gi, wi, victim)
     _check_queue(gi, wi, rest)
-    assert wi[victim, st.W_GNEXT] == -1
+    assert wi[victim, st.W_GRANT_QUEUE_NEXT] == -1
     grants.enqueue(gi, wi, 4, 0)               # the tail is still right: a newcomer lands after the last one
     _check_queue(gi, wi, rest + [4])
 
@@ -164,11 +164,11 @@ def test_the_cheapest_queue_with_waiters_is_served_first():
     assert _ask(gi, wi, 0, 100)
     for w, queue in ((1, 2), (2, 1), (3, 0)):
         assert not _ask(gi, wi, w, 30, queue=queue)
-    assert gi[st.G_SEM_QLEN] == 3
+    assert gi[st.G_SEM_WAITING] == 3
     assert grants.next_candidate(gi) == 3
     grants.take_back(gi, wi, 0)
     assert _serve(gi, wi) == [3, 2, 1]
-    assert gi[st.G_SEM_QLEN] == 0 and grants.next_candidate(gi) == -1
+    assert gi[st.G_SEM_WAITING] == 0 and grants.next_candidate(gi) == -1
 
 
 def test_first_in_first_out_within_a_queue():
@@ -204,8 +204,8 @@ def test_remove_from_one_queue_leaves_the_others_alone():
     for w, queue in ((0, 1), (1, 4), (2, 1), (3, 4)):
         grants.enqueue(gi, wi, w, queue)
     grants.remove(gi, wi, 3)                  # the tail of queue 4
-    assert _queue(gi, wi, 4) == [1] and gi[st.G_SEM_QTAIL + 4] == 1
-    assert _queue(gi, wi, 1) == [0, 2] and gi[st.G_SEM_QLEN] == 3
+    assert _queue(gi, wi, 4) == [1] and gi[st.G_SEM_QUEUE_TAILS + 4] == 1
+    assert _queue(gi, wi, 1) == [0, 2] and gi[st.G_SEM_WAITING] == 3
     grants.enqueue(gi, wi, 4, 4)
     assert _queue(gi, wi, 4) == [1, 4]
 
@@ -226,7 +226,7 @@ def test_log_records_the_state_and_stops_when_full():
     grants.log(gi, glog, 7.5)
     full = glog.copy()
     grants.log(gi, glog, 9.0)               # no room: nothing written, nothing past the end
-    assert gi[st.G_SEM_LOGN] == 2
+    assert gi[st.G_SEM_LOG_USED] == 2
     assert np.array_equal(glog, full)
     assert glog[:, st.GL_TIME].tolist() == [5.0, 7.5]
     assert glog[:, st.GL_GRANTED].tolist() == [40.0, 40.0]
@@ -236,7 +236,7 @@ def test_log_records_the_state_and_stops_when_full():
 def test_log_with_no_rows_is_a_no_op():
     gi, wi, glog = _semaphore(1, target=1, limit=1, log_rows=0)
     grants.log(gi, glog, 1.0)
-    assert gi[st.G_SEM_LOGN] == 0
+    assert gi[st.G_SEM_LOG_USED] == 0
 
 
 # ---------------------------------------------------------------- end to end

@@ -30,7 +30,7 @@ from models.engine.program import (
     Program, register,
 )
 from models.engine.state import (
-    DONE, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_QUEUE, NEW, STATUS_DONE, STATUS_TIME_BOUND, WF_KERNEL, WF_OSWAIT,
+    DONE, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_QUEUE, NEW, STATUS_DONE, STATUS_TIME_BOUND, WF_KERNEL, WF_OS_WAIT,
     WF_SLEPT, W_STATE, State,
 )
 from models.params import Param, ParameterError
@@ -197,7 +197,7 @@ def test_a_cut_keeps_the_elapsed_part_of_os_calls_working_and_queued():
     assert (s.run_times[GF_OS_KERNEL], s.run_times[GF_OS_BUSY], s.run_times[GF_OS_QUEUE]) == (1100.0, 400.0, 700.0)
     s, res = cut_at_400_us(["preemptive-call"] * 3)
     assert res.workers["cpu_ms"].tolist() == [0.0] * 4
-    assert s.worker_times[:3, WF_OSWAIT].tolist() == [300.0, 400.0, 400.0]
+    assert s.worker_times[:3, WF_OS_WAIT].tolist() == [300.0, 400.0, 400.0]
     assert (s.run_times[GF_OS_KERNEL], s.run_times[GF_OS_BUSY], s.run_times[GF_OS_QUEUE]) == (400.0, 400.0, 700.0)
     wait = res.wait_stats.set_index("wait_type").loc["MEMORY_ALLOCATION_EXT"]
     assert (wait["waiting_tasks_count"], wait["wait_time_ms"], wait["max_wait_time_ms"]) == (3, 1.1, 0.4)

@@ -25,7 +25,7 @@ from models.workload import LatchSpec, Workload, simulate
 def _empty(workers: int, schedulers: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Scheduler and worker rows as allocate() leaves them: empty queues, unlinked workers."""
     si = np.zeros((schedulers, st.S_NCOLS), np.int64)
-    si[:, [st.S_CUR, st.S_HEAD, st.S_TAIL]] = -1
+    si[:, [st.S_RUNNING_WORKER, st.S_RUNNABLE_HEAD, st.S_RUNNABLE_TAIL]] = -1
     wi = np.zeros((workers, st.W_NCOLS), np.int64)
     wi[:, [st.W_NEXT, st.W_PREV]] = -1
     return si, wi
@@ -33,7 +33,7 @@ def _empty(workers: int, schedulers: int = 1) -> tuple[np.ndarray, np.ndarray]:
 
 def _forward(si, wi, s) -> list[int]:
     """The queue from head to tail, following W_NEXT (bounded, so a cycle fails instead of hanging)."""
-    out, w = [], si[s, st.S_HEAD]
+    out, w = [], si[s, st.S_RUNNABLE_HEAD]
     while w >= 0 and len(out) <= wi.shape[0]:
         out.append(int(w))
         w = wi[w, st.W_NEXT]
@@ -42,7 +42,7 @@ def _forward(si, wi, s) -> list[int]:
 
 def _backward(si, wi, s) -> list[int]:
     """The queue from tail to head, following W_PREV."""
-    out, w = [], si[s, st.S_TAIL]
+    out, w = [], si[s, st.S_RUNNABLE_TAIL]
     while w >= 0 and len(out) <= wi.shape[0]:
         out.append(int(w))
         w = wi[w, st.W_PREV]
@@ -52,9 +52,9 @@ def _backward(si, wi, s) -> list[int]:
 def _check_links(si, wi, s, expected: list[int]) -> None:
     assert _forward(si, wi, s) == expected
     assert _backward(si, wi, s) == expected[::-1]
-    assert si[s, st.S_QLEN] == len(expected)
-    assert si[s, st.S_HEAD] == (expected[0] if expected else -1)
-    assert si[s, st.S_TAIL] == (expected[-1] if expected else -1)
+    assert si[s, st.S_RUNNABLE_COUNT] == len(expected)
+    assert si[s, st.S_RUNNABLE_HEAD] == (expected[0] if expected else -1)
+    assert si[s, st.S_RUNNABLE_TAIL] == (expected[-1] if expected else -1)
 
 
 def test_push_back_then_pop_front_is_first_in_first_out():
@@ -95,7 +95,7 @@ def test_pop_front_of_an_empty_queue_returns_minus_one_and_changes_nothing():
     push_back(si, wi, 0, 2)
     assert pop_front(si, wi, 0) == 2
     assert pop_front(si, wi, 0) == -1
-    assert si[0, st.S_QLEN] == 0  # never below zero
+    assert si[0, st.S_RUNNABLE_COUNT] == 0  # never below zero
 
 
 def test_pop_front_clears_the_popped_workers_link_and_the_new_heads_back_link():

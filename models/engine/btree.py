@@ -22,17 +22,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.engine.jit import JIT_CALL
+from models.engine.jit import JIT, JIT_CALL
 from models.engine.program import (
     BRANCH, BR_ALWAYS, BR_FORCED, BR_FULL, BR_MORE_ROWS, BR_NOT_FULL, BR_OUTSIDE, BR_PARENT_FULL, FIND,
     FIND_LEAF, FIND_ROOT, INSERT, ROW, R_GATE, R_LEAF, R_NEW, R_PARENT, R_ROOT,
 )
 from models.engine.rng import next_u64
 from models.engine.state import (
-    BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEATN, BT_LEAVES,
+    BT_BUCKETS, BT_CAPACITY, BT_COUNTER, BT_END_SPLITS, BT_FANOUT, BT_GATE_LATCH0, BT_HEAT_USED, BT_LEAVES,
     BT_MID_SPLITS, BT_NONLEAF_SPLITS, BT_OVERFLOW, BT_PAGES, BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_SCHEDULERS,
-    BT_STRATEGY, BT_TREES, GF_END, GRANT_FAILED, GRANT_FORCED, G_MAIN_LEFT, PG_LEVEL, PG_LOW, PG_PARENT,
-    PG_ROWS, PG_TREE, P_A, P_B, P_C, P_OP, W_BATCH, W_KEY, W_OUTCOME, W_PAGE, W_REG0, W_SCALE, W_SCHED,
+    BT_STRATEGY, BT_TREES, GF_END, GRANT_FAILED, GRANT_FORCED, G_MAIN_LEFT, PG_LEVEL, PG_LOW, PG_PARENT, PG_ROWS,
+    PG_TREE, P_A, P_B, P_C, P_OP, W_BATCH, W_KEY, W_GRANT_OUTCOME, W_PAGE, W_REGISTER0, W_SCALE, W_SCHEDULER,
     tables,
 )
 
@@ -44,7 +44,7 @@ STRATEGIES = {"identity": IDENTITY, "guid": GUID, "reverse-bits": REVERSE_BITS,
 TREE_SHIFT = 56      # a key is tree << 56 | the key within its tree
 BUCKET_SHIFT = 40    # a hash-bucket key is bucket << 40 | identity
 REVERSED_BITS = 31   # Biondi's INVERTI_BIT reverses the low 31 bits of an int
-_JIT = dict(cache=True, _nrt=False, error_model="numpy")
+_JIT = JIT
 
 
 def initialise(bt: np.ndarray, pages: np.ndarray, leaves: np.ndarray, strategy: int, capacity: int,
@@ -143,11 +143,11 @@ def insert(bt, pages, keys, heat, page, key, now):
         k -= 1
     keys[page, k] = key
     pages[page, PG_ROWS] += 1
-    n = bt[BT_HEATN]
+    n = bt[BT_HEAT_USED]
     if n < heat.shape[0]:
         heat[n, 0] = now
         heat[n, 1] = page
-        bt[BT_HEATN] = n + 1
+        bt[BT_HEAT_USED] = n + 1
 
 
 @njit(**_JIT)
@@ -272,15 +272,15 @@ def index_step(mem, w, pc, now):
         stage = prog_i[pc, P_B]
         if stage == FIND_ROOT:
             tree = tree_of(key)
-            workers[w, W_REG0 + R_ROOT] = root_latch(bt, tree)
-            workers[w, W_REG0 + R_GATE] = gate_latch(bt, tree, workers[w, W_SCHED])
+            workers[w, W_REGISTER0 + R_ROOT] = root_latch(bt, tree)
+            workers[w, W_REGISTER0 + R_GATE] = gate_latch(bt, tree, workers[w, W_SCHEDULER])
         else:
             leaf = leaf_of(bt, pages, leaves, key)
             if stage == FIND_LEAF:
                 workers[w, W_PAGE] = leaf
-                workers[w, W_REG0 + R_LEAF] = page_latch(bt, leaf)
+                workers[w, W_REGISTER0 + R_LEAF] = page_latch(bt, leaf)
             else:
-                workers[w, W_REG0 + R_PARENT] = page_latch(bt, pages[leaf, PG_PARENT])
+                workers[w, W_REGISTER0 + R_PARENT] = page_latch(bt, pages[leaf, PG_PARENT])
     elif op == BRANCH:
         page = workers[w, W_PAGE]
         condition = prog_i[pc, P_B]
@@ -291,15 +291,15 @@ def index_step(mem, w, pc, now):
         elif condition == BR_NOT_FULL:
             jump = not full(bt, pages, page)
         elif condition == BR_PARENT_FULL:
-            jump = full(bt, pages, workers[w, W_REG0 + R_PARENT] - bt[BT_PAGE_LATCH0])
+            jump = full(bt, pages, workers[w, W_REGISTER0 + R_PARENT] - bt[BT_PAGE_LATCH0])
         elif condition == BR_OUTSIDE:
             jump = outside(bt, pages, leaves, page, key)
         elif condition == BR_MORE_ROWS:
             jump = workers[w, W_BATCH] > 0
         elif condition == BR_FORCED:
-            jump = workers[w, W_OUTCOME] == GRANT_FORCED
+            jump = workers[w, W_GRANT_OUTCOME] == GRANT_FORCED
         else:  # BR_FAILED
-            jump = workers[w, W_OUTCOME] == GRANT_FAILED
+            jump = workers[w, W_GRANT_OUTCOME] == GRANT_FAILED
         if jump:
             return prog_i[pc, P_A]  # the branch target
     elif op == INSERT:
@@ -311,6 +311,6 @@ def index_step(mem, w, pc, now):
             t.run_cells[G_MAIN_LEFT] = 0
             t.run_times[GF_END] = now
         workers[w, W_PAGE] = target
-        workers[w, W_REG0 + R_NEW] = page_latch(bt, fresh)
+        workers[w, W_REGISTER0 + R_NEW] = page_latch(bt, fresh)
         workers[w, W_SCALE] = moved
     return pc + 1

@@ -1,6 +1,7 @@
 """The engine's compiled cache as numba keeps it: which kernels there are, how many this process loaded or
 compiled, where the cache lives and whether the main kernel is in it yet (for `python -m models warm` and the
-CLI's "compiling" hint). Reads numba's private cache API; any surprise counts as a warm cache."""
+CLI's "compiling" hint). Reads numba's private cache API through :mod:`models.engine.numba_internals`; any
+surprise counts as a warm cache."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import os
 import pkgutil
 from typing import Any
 
+from numba import types
+
 import models.engine
+from models.engine.loop import run_events
+from models.engine.numba_internals import CPUDispatcher, cache_path, is_cached
 
 
 def engine_cache_is_cold() -> bool:
@@ -20,24 +25,16 @@ def engine_cache_is_cold() -> bool:
     compiles.  Anything unexpected (the cache API is numba's private one)
     counts as warm, so the hint never stops a run.
     """
-    from numba import types
-
-    from models.engine.loop import run_events
-
     try:
         if run_events.overloads:  # compiled or loaded in this process already
             return False
-        cache = run_events._cache
-        key = cache._index_key((types.int64,) * 3, run_events.targetctx.codegen())
-        return key not in cache._cache_file._load_index()
+        return not is_cached(run_events, (types.int64,) * 3)
     except Exception:
         return False
 
 
 def engine_kernels() -> dict[str, Any]:
     """Every compiled kernel (numba dispatcher) defined in models/engine/, by ``module.name``."""
-    from numba.core.registry import CPUDispatcher
-
     found = {}
     for info in pkgutil.iter_modules(models.engine.__path__):
         module = importlib.import_module(f"models.engine.{info.name}")
@@ -56,9 +53,7 @@ def cache_counts() -> tuple[int, int]:
 
 def engine_cache_dir() -> str:
     """Where numba keeps the engine's compiled kernels (models/engine/__pycache__, or NUMBA_CACHE_DIR)."""
-    from models.engine.loop import run_events
-
     try:
-        return run_events._cache._cache_path  # numba's private API: any surprise falls back to the rule
-    except AttributeError:
+        return cache_path(run_events)
+    except AttributeError:  # numba's private API changed: fall back to the rule
         return os.environ.get("NUMBA_CACHE_DIR") or "models/engine/__pycache__"

@@ -14,13 +14,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.engine.jit import JIT
+
 TICKS_PER_US = 1024.0
 TICK_US = 1.0 / TICKS_PER_US
 # Simulated time at which whole ticks stop being exact in a float64 (2**53 ticks), in ms.
 EXACT_LIMIT_MS = 2.0**53 * TICK_US / 1000.0
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def on_tick(us):
     """``us`` rounded to the nearest whole tick (ties to even); exact for every |us| below 2**43."""
     return np.rint(us * TICKS_PER_US) * TICK_US

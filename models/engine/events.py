@@ -15,8 +15,8 @@ from numba import njit
 
 from models.engine.jit import JIT_HOT, JIT_INLINE
 from models.engine.state import (
-    EV_SEQ_SHIFT, EV_WORKER_BITS, GF_FRONT_T, G_FRONT, G_FRONT_K, G_HEAPN, G_NOW_HEAD, G_NOW_LEN, G_SEQ,
-    tables,
+    EV_SEQ_SHIFT, EV_WORKER_BITS, GF_FRONT_TIME, G_FRONT_FULL, G_FRONT_KEY, G_HEAP_LENGTH, G_RING_HEAD,
+    G_RING_LENGTH, G_EVENT_SEQ, tables,
 )
 
 WORKER_MASK = (1 << EV_WORKER_BITS) - 1
@@ -37,29 +37,29 @@ def push_event(mem, when, kind, w, now):
     run_cells = t.run_cells
     if when <= now:
         ring = t.ring
-        slot = run_cells[G_NOW_HEAD] + run_cells[G_NOW_LEN]
+        slot = run_cells[G_RING_HEAD] + run_cells[G_RING_LENGTH]
         if slot >= ring.shape[0]:
             slot -= ring.shape[0]
         ring[slot] = (kind << EV_WORKER_BITS) | w
-        run_cells[G_NOW_LEN] += 1
+        run_cells[G_RING_LENGTH] += 1
         return
     run_times, heap_t, heap_k = t.run_times, t.heap_t, t.heap_k
-    key = (run_cells[G_SEQ] << EV_SEQ_SHIFT) | (kind << EV_WORKER_BITS) | w
-    run_cells[G_SEQ] += 1  # a later sequence number than any pending event's: ties go to the others
-    if run_cells[G_FRONT] == 1:
-        front_t = run_times[GF_FRONT_T]
+    key = (run_cells[G_EVENT_SEQ] << EV_SEQ_SHIFT) | (kind << EV_WORKER_BITS) | w
+    run_cells[G_EVENT_SEQ] += 1  # a later sequence number than any pending event's: ties go to the others
+    if run_cells[G_FRONT_FULL] == 1:
+        front_t = run_times[GF_FRONT_TIME]
         if when < front_t:  # the new event takes the front; the old front goes to the heap
-            front_k = run_cells[G_FRONT_K]
-            run_times[GF_FRONT_T] = when
-            run_cells[G_FRONT_K] = key
+            front_k = run_cells[G_FRONT_KEY]
+            run_times[GF_FRONT_TIME] = when
+            run_cells[G_FRONT_KEY] = key
             when, key = front_t, front_k
-    elif run_cells[G_HEAPN] == 0 or when < heap_t[0]:
-        run_cells[G_FRONT] = 1
-        run_times[GF_FRONT_T] = when
-        run_cells[G_FRONT_K] = key
+    elif run_cells[G_HEAP_LENGTH] == 0 or when < heap_t[0]:
+        run_cells[G_FRONT_FULL] = 1
+        run_times[GF_FRONT_TIME] = when
+        run_cells[G_FRONT_KEY] = key
         return
-    i = run_cells[G_HEAPN]
-    run_cells[G_HEAPN] = i + 1
+    i = run_cells[G_HEAP_LENGTH]
+    run_cells[G_HEAP_LENGTH] = i + 1
     while i > 0:  # move the hole up past every later parent
         parent = (i - 1) >> 1
         tp = heap_t[parent]
@@ -76,9 +76,9 @@ def push_event(mem, when, kind, w, now):
 def next_event_time(mem):
     """When the earliest pending event is due (the front slot's, else the heap root's); inf if none is."""
     t = tables(mem)
-    if t.run_cells[G_FRONT] == 1:
-        return t.run_times[GF_FRONT_T]
-    if t.run_cells[G_HEAPN] > 0:
+    if t.run_cells[G_FRONT_FULL] == 1:
+        return t.run_times[GF_FRONT_TIME]
+    if t.run_cells[G_HEAP_LENGTH] > 0:
         return t.heap_t[0]
     return np.inf
 
@@ -88,12 +88,12 @@ def pop_event(mem):
     """Remove the earliest pending event and return its key (its time is :func:`next_event_time`'s)."""
     t = tables(mem)
     run_cells, heap_t, heap_k = t.run_cells, t.heap_t, t.heap_k
-    if run_cells[G_FRONT] == 1:
-        run_cells[G_FRONT] = 0
-        return run_cells[G_FRONT_K]
+    if run_cells[G_FRONT_FULL] == 1:
+        run_cells[G_FRONT_FULL] = 0
+        return run_cells[G_FRONT_KEY]
     first = heap_k[0]
-    n = run_cells[G_HEAPN] - 1
-    run_cells[G_HEAPN] = n
+    n = run_cells[G_HEAP_LENGTH] - 1
+    run_cells[G_HEAP_LENGTH] = n
     last_t, last_k = heap_t[n], heap_k[n]
     i = 0
     while True:  # move the hole at the root down until the last entry fits there

@@ -27,71 +27,72 @@ from __future__ import annotations
 from numba import njit
 
 from models.engine.events import push_event
-from models.engine.jit import JIT_CALL
+from models.engine.jit import JIT_CALL, JIT_INLINE
 from models.engine.scheduler import signal
 from models.engine.state import (
-    EV_TIMEOUT, FLAG_NONE, GF_SEM_MAXWAIT, GF_SEM_WAIT, GL_GRANTED, GL_TIME, GL_WAITERS, GRANT_FAILED,
-    GRANT_FORCED, GRANT_GRANTED, GRANT_QUEUES, GRANT_WAITING, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT,
-    G_SEM_LOGN, G_SEM_QHEAD, G_SEM_QLEN, G_SEM_QTAIL, G_SEM_TARGET, G_SEM_TIMEOUTS, G_SEM_WAITS, WF_GDEADLINE,
-    WF_GREQ, WF_GTIMER, WF_GWAIT, W_GNEED, W_GNEXT, W_GQUEUE, W_GRANTED, W_GWANT, W_OUTCOME, tables,
+    EV_TIMEOUT, FLAG_NONE, GF_SEM_MAXWAIT, GF_SEM_WAIT, GL_GRANTED, GL_TIME, GL_WAITERS, GRANT_FAILED, GRANT_FORCED,
+    GRANT_GRANTED, GRANT_QUEUES, GRANT_WAITING, G_SEM_FORCED, G_SEM_GRANTED, G_SEM_LIMIT, G_SEM_LOG_USED,
+    G_SEM_QUEUE_HEADS, G_SEM_WAITING, G_SEM_QUEUE_TAILS, G_SEM_TARGET, G_SEM_TIMEOUTS, G_SEM_WAITS,
+    WF_GRANT_DEADLINE, WF_GRANT_REQUESTED_AT, WF_GRANT_TIMER, WF_GRANT_WAIT, W_GRANT_NEEDED_KB, W_GRANT_QUEUE_NEXT,
+    W_GRANT_QUEUE, W_GRANTED_KB, W_GRANT_WANTED_KB, W_GRANT_OUTCOME, tables,
 )
 
-_JIT = dict(cache=True, _nrt=False, error_model="numpy", inline="always")  # small: inlined where used
+_JIT = JIT_INLINE  # small: inlined where used
 
 
 @njit(**_JIT)
 def log(run_cells, glog, now):
     """Note the semaphore's state after a change (the log is bounded: once full it stops)."""
-    n = run_cells[G_SEM_LOGN]
+    n = run_cells[G_SEM_LOG_USED]
     if n < glog.shape[0]:
         glog[n, GL_TIME] = now
         glog[n, GL_GRANTED] = run_cells[G_SEM_GRANTED]
-        glog[n, GL_WAITERS] = run_cells[G_SEM_QLEN]
-        run_cells[G_SEM_LOGN] = n + 1
+        glog[n, GL_WAITERS] = run_cells[G_SEM_WAITING]
+        run_cells[G_SEM_LOG_USED] = n + 1
 
 
 @njit(**_JIT)
 def fits_now(run_cells, kb):
     """A new request of ``kb`` is granted at once: nobody queued in any queue, and it fits under the target."""
-    return run_cells[G_SEM_QLEN] == 0 and run_cells[G_SEM_GRANTED] + kb <= run_cells[G_SEM_TARGET]
+    return run_cells[G_SEM_WAITING] == 0 and run_cells[G_SEM_GRANTED] + kb <= run_cells[G_SEM_TARGET]
 
 
 @njit(**_JIT)
 def give(run_cells, workers, w, kb, outcome):
     """Grant ``kb`` to worker ``w`` with ``outcome`` (granted or forced)."""
     run_cells[G_SEM_GRANTED] += kb
-    workers[w, W_GRANTED] = kb
-    workers[w, W_OUTCOME] = outcome
+    workers[w, W_GRANTED_KB] = kb
+    workers[w, W_GRANT_OUTCOME] = outcome
 
 
 @njit(**_JIT)
 def take_back(run_cells, workers, w):
     """Return worker ``w``'s grant to the semaphore."""
-    run_cells[G_SEM_GRANTED] -= workers[w, W_GRANTED]
-    workers[w, W_GRANTED] = 0
+    run_cells[G_SEM_GRANTED] -= workers[w, W_GRANTED_KB]
+    workers[w, W_GRANTED_KB] = 0
 
 
 @njit(**_JIT)
 def enqueue(run_cells, workers, w, queue):
     """Put ``w`` at the tail of grant queue ``queue`` (0 is served first)."""
-    workers[w, W_GNEXT] = -1
-    workers[w, W_GQUEUE] = queue
-    workers[w, W_OUTCOME] = GRANT_WAITING
-    tail = run_cells[G_SEM_QTAIL + queue]
+    workers[w, W_GRANT_QUEUE_NEXT] = -1
+    workers[w, W_GRANT_QUEUE] = queue
+    workers[w, W_GRANT_OUTCOME] = GRANT_WAITING
+    tail = run_cells[G_SEM_QUEUE_TAILS + queue]
     if tail >= 0:
-        workers[tail, W_GNEXT] = w
+        workers[tail, W_GRANT_QUEUE_NEXT] = w
     else:
-        run_cells[G_SEM_QHEAD + queue] = w
-    run_cells[G_SEM_QTAIL + queue] = w
-    run_cells[G_SEM_QLEN] += 1
+        run_cells[G_SEM_QUEUE_HEADS + queue] = w
+    run_cells[G_SEM_QUEUE_TAILS + queue] = w
+    run_cells[G_SEM_WAITING] += 1
 
 
 @njit(**_JIT)
 def next_candidate(run_cells):
     """The next query to be granted: the head of the cheapest queue with waiters (-1 if nobody waits)."""
     for queue in range(GRANT_QUEUES):
-        if run_cells[G_SEM_QHEAD + queue] >= 0:
-            return run_cells[G_SEM_QHEAD + queue]
+        if run_cells[G_SEM_QUEUE_HEADS + queue] >= 0:
+            return run_cells[G_SEM_QUEUE_HEADS + queue]
     return -1
 
 
@@ -99,7 +100,7 @@ def next_candidate(run_cells):
 def head_fits(run_cells, workers):
     """The next candidate (or -1) if its request now fits under the target; nobody is taken past it."""
     head = next_candidate(run_cells)
-    if head >= 0 and run_cells[G_SEM_GRANTED] + workers[head, W_GWANT] <= run_cells[G_SEM_TARGET]:
+    if head >= 0 and run_cells[G_SEM_GRANTED] + workers[head, W_GRANT_WANTED_KB] <= run_cells[G_SEM_TARGET]:
         return head
     return -1
 
@@ -107,21 +108,21 @@ def head_fits(run_cells, workers):
 @njit(**_JIT)
 def remove(run_cells, workers, w):
     """Take ``w`` out of its grant queue, wherever it stands (a queue is short: a walk is enough)."""
-    queue = workers[w, W_GQUEUE]
-    prev, k = -1, run_cells[G_SEM_QHEAD + queue]
+    queue = workers[w, W_GRANT_QUEUE]
+    prev, k = -1, run_cells[G_SEM_QUEUE_HEADS + queue]
     while k >= 0 and k != w:
-        prev, k = k, workers[k, W_GNEXT]
+        prev, k = k, workers[k, W_GRANT_QUEUE_NEXT]
     if k < 0:
         return
-    after = workers[w, W_GNEXT]
+    after = workers[w, W_GRANT_QUEUE_NEXT]
     if prev >= 0:
-        workers[prev, W_GNEXT] = after
+        workers[prev, W_GRANT_QUEUE_NEXT] = after
     else:
-        run_cells[G_SEM_QHEAD + queue] = after
-    if run_cells[G_SEM_QTAIL + queue] == w:
-        run_cells[G_SEM_QTAIL + queue] = prev
-    workers[w, W_GNEXT] = -1
-    run_cells[G_SEM_QLEN] -= 1
+        run_cells[G_SEM_QUEUE_HEADS + queue] = after
+    if run_cells[G_SEM_QUEUE_TAILS + queue] == w:
+        run_cells[G_SEM_QUEUE_TAILS + queue] = prev
+    workers[w, W_GRANT_QUEUE_NEXT] = -1
+    run_cells[G_SEM_WAITING] -= 1
 
 
 # ---------------------------------------------------------------- waiting for a grant
@@ -132,8 +133,8 @@ def end_wait_for_grant(mem, w, now):
     """``w``'s RESOURCE_SEMAPHORE wait is over (granted, forced or failed): count it and signal ``w``."""
     t = tables(mem)
     run_cells, run_times, worker_times = t.run_cells, t.run_times, t.worker_times
-    wait = now - worker_times[w, WF_GREQ]
-    worker_times[w, WF_GWAIT] = wait
+    wait = now - worker_times[w, WF_GRANT_REQUESTED_AT]
+    worker_times[w, WF_GRANT_WAIT] = wait
     run_cells[G_SEM_WAITS] += 1
     run_times[GF_SEM_WAIT] += wait
     if wait > run_times[GF_SEM_MAXWAIT]:
@@ -155,7 +156,7 @@ def serve_grants(mem, now):
         if head < 0:
             break
         remove(run_cells, workers, head)
-        give(run_cells, workers, head, workers[head, W_GWANT], GRANT_GRANTED)
+        give(run_cells, workers, head, workers[head, W_GRANT_WANTED_KB], GRANT_GRANTED)
         end_wait_for_grant(mem, head, now)
     log(run_cells, t.glog, now)
 
@@ -173,19 +174,19 @@ def on_grant_timeout(mem, w, now):
     """
     t = tables(mem)
     run_cells, workers, worker_times = t.run_cells, t.workers, t.worker_times
-    worker_times[w, WF_GTIMER] = -1.0
-    if workers[w, W_OUTCOME] != GRANT_WAITING:
+    worker_times[w, WF_GRANT_TIMER] = -1.0
+    if workers[w, W_GRANT_OUTCOME] != GRANT_WAITING:
         return
-    if worker_times[w, WF_GDEADLINE] > now:
-        worker_times[w, WF_GTIMER] = worker_times[w, WF_GDEADLINE]
-        push_event(mem, worker_times[w, WF_GDEADLINE], EV_TIMEOUT, w, now)
+    if worker_times[w, WF_GRANT_DEADLINE] > now:
+        worker_times[w, WF_GRANT_TIMER] = worker_times[w, WF_GRANT_DEADLINE]
+        push_event(mem, worker_times[w, WF_GRANT_DEADLINE], EV_TIMEOUT, w, now)
         return
     remove(run_cells, workers, w)
-    if run_cells[G_SEM_GRANTED] + workers[w, W_GNEED] <= run_cells[G_SEM_LIMIT]:
-        give(run_cells, workers, w, workers[w, W_GNEED], GRANT_FORCED)
+    if run_cells[G_SEM_GRANTED] + workers[w, W_GRANT_NEEDED_KB] <= run_cells[G_SEM_LIMIT]:
+        give(run_cells, workers, w, workers[w, W_GRANT_NEEDED_KB], GRANT_FORCED)
         run_cells[G_SEM_FORCED] += 1
     else:
-        workers[w, W_OUTCOME] = GRANT_FAILED
+        workers[w, W_GRANT_OUTCOME] = GRANT_FAILED
         run_cells[G_SEM_TIMEOUTS] += 1
     end_wait_for_grant(mem, w, now)
     serve_grants(mem, now)

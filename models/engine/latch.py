@@ -27,16 +27,18 @@ import numpy as np
 from numba import njit
 
 from models.engine.events import push_event
-from models.engine.jit import JIT_HOT, JIT_INLINE
+from models.engine.jit import JIT, JIT_HOT, JIT_INLINE
 from models.engine.scheduler import give_up_scheduler, set_state, signal
 from models.engine.state import (
-    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QSEQ, AL_SUSPENDED, AL_WORKER,
-    BACKOFF, EV_BACKOFF_DONE, EV_SPIN_DONE, FLAG_GRANTED, FLAG_RETRY, G_LOGN, G_SAMPLEN, LF_BACKOFF_US,
-    LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_SPIN_US, LW_COUNT, LW_MAX, LW_SIG, LW_TIME, L_ACQ, L_BACKOFFS,
-    L_COLL, L_HELD, L_MAX_BACKOFFS, L_POLICY, L_QHEAD, L_QLEN, L_QSEQ, L_QTAIL, L_ROUNDS_PER_BACKOFF,
-    L_SPINNERS, L_SPINS, L_SPINS_PER_ROUND, RUNNING, SF_BUSY, SPINNING, SUSPENDED, WF_CPU, WF_LATCHWAIT,
-    WF_SIGACC, WF_SPIN, WF_TENQ, WF_TREQ, WF_TSIG, WF_TSUSP, WF_WAITACC, W_ACQ, W_BACKOFFS, W_FLAG, W_LATCH,
-    W_LOG, W_MODE, W_PC, W_QNEXT, W_QSEQ, W_ROUNDS, W_SCHED, W_WAITED, tables,
+    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QUEUE_SEQ, AL_SUSPENDED, AL_WORKER, BACKOFF,
+    EV_BACKOFF_DONE, EV_SPIN_DONE, FLAG_GRANTED, FLAG_RETRY, G_LOG_USED, G_SAMPLES_USED, LF_BACKOFF_US,
+    LF_LATENCY_SUM, LF_QUEUE_AREA, LF_QUEUE_CHANGED_AT, LF_QUEUE_RESIDENCE, LF_SPIN_US, LW_COUNT, LW_MAX,
+    LW_SIGNAL_TIME, LW_TIME, L_ACQUIRES, L_BACKOFFS, L_COLLISIONS, L_HELD, L_MAX_BACKOFFS, L_POLICY, L_QUEUE_HEAD,
+    L_QUEUE_LENGTH, L_QUEUE_SEQ, L_QUEUE_TAIL, L_ROUNDS_PER_BACKOFF, L_SPINNERS, L_SPINS, L_SPINS_PER_ROUND,
+    RUNNING, SF_BUSY, SPINNING, SUSPENDED, WF_CPU, WF_LATCH_WAIT, WF_SIGNAL_WAIT_SO_FAR, WF_SPIN, WF_ENQUEUED_AT,
+    WF_REQUESTED_AT, WF_SIGNALLED_AT, WF_SUSPENDED_AT, WF_WAIT_SO_FAR, W_ACQUIRES, W_BACKOFFS, W_FLAG, W_LATCH,
+    W_LOG_ROW, W_MODE, W_PROGRAM_COUNTER, W_LATCH_QUEUE_NEXT, W_QUEUE_SEQ, W_SPIN_ROUNDS, W_SCHEDULER, W_WAITED,
+    tables,
 )
 
 # COMPATIBLE[requested, held], modes in the order KP, SH, UP, EX, DT.
@@ -55,20 +57,20 @@ CONFLICTS = sum(1 << (5 * requested + held) for requested in range(5) for held i
                 if not COMPATIBLE[requested, held])
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def grantable(latches, latch, mode):
     """True when no mode currently held on ``latch`` conflicts with ``mode``."""
     return latches[latch, L_HELD] & (CONFLICTS >> (5 * mode)) & 31 == 0
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def hold(latches, latch, mode):
     """One more holder of ``latch`` in ``mode``."""
     latches[latch, mode] += 1
     latches[latch, L_HELD] |= 1 << mode
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def unhold(latches, latch, mode):
     """One holder of ``latch`` in ``mode`` fewer."""
     latches[latch, mode] -= 1
@@ -76,44 +78,45 @@ def unhold(latches, latch, mode):
         latches[latch, L_HELD] &= ~(1 << mode)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def _account_queue(latches, latch_times, latch, now):
     """Add the queue length since the last change to the queue-length integral."""
-    latch_times[latch, LF_QAREA] += latches[latch, L_QLEN] * (now - latch_times[latch, LF_QLAST])
-    latch_times[latch, LF_QLAST] = now
+    since = latch_times[latch, LF_QUEUE_CHANGED_AT]
+    latch_times[latch, LF_QUEUE_AREA] += latches[latch, L_QUEUE_LENGTH] * (now - since)
+    latch_times[latch, LF_QUEUE_CHANGED_AT] = now
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def enqueue(latches, latch_times, workers, worker_times, latch, w, now):
     """Append worker ``w`` to the latch's FIFO wait queue."""
     _account_queue(latches, latch_times, latch, now)
-    tail = latches[latch, L_QTAIL]
-    workers[w, W_QNEXT] = -1
+    tail = latches[latch, L_QUEUE_TAIL]
+    workers[w, W_LATCH_QUEUE_NEXT] = -1
     if tail < 0:
-        latches[latch, L_QHEAD] = w
+        latches[latch, L_QUEUE_HEAD] = w
     else:
-        workers[tail, W_QNEXT] = w
-    latches[latch, L_QTAIL] = w
-    latches[latch, L_QLEN] += 1
-    workers[w, W_QSEQ] = latches[latch, L_QSEQ]
-    latches[latch, L_QSEQ] += 1
-    worker_times[w, WF_TENQ] = now
+        workers[tail, W_LATCH_QUEUE_NEXT] = w
+    latches[latch, L_QUEUE_TAIL] = w
+    latches[latch, L_QUEUE_LENGTH] += 1
+    workers[w, W_QUEUE_SEQ] = latches[latch, L_QUEUE_SEQ]
+    latches[latch, L_QUEUE_SEQ] += 1
+    worker_times[w, WF_ENQUEUED_AT] = now
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def dequeue(latches, latch_times, workers, worker_times, latch, now):
     """Remove and return the head waiter of the latch (-1 if none)."""
-    w = latches[latch, L_QHEAD]
+    w = latches[latch, L_QUEUE_HEAD]
     if w < 0:
         return -1
     _account_queue(latches, latch_times, latch, now)
-    nxt = workers[w, W_QNEXT]
-    latches[latch, L_QHEAD] = nxt
+    nxt = workers[w, W_LATCH_QUEUE_NEXT]
+    latches[latch, L_QUEUE_HEAD] = nxt
     if nxt < 0:
-        latches[latch, L_QTAIL] = -1
-    workers[w, W_QNEXT] = -1
-    latches[latch, L_QLEN] -= 1
-    latch_times[latch, LF_QRES] += now - worker_times[w, WF_TENQ]
+        latches[latch, L_QUEUE_TAIL] = -1
+    workers[w, W_LATCH_QUEUE_NEXT] = -1
+    latches[latch, L_QUEUE_LENGTH] -= 1
+    latch_times[latch, LF_QUEUE_RESIDENCE] += now - worker_times[w, WF_ENQUEUED_AT]
     return w
 
 
@@ -136,41 +139,41 @@ def complete_acquire(mem, w, now):
     latches, latch_times, latch_waits = t.latches, t.latch_times, t.latch_waits
     latch = workers[w, W_LATCH]
     mode = workers[w, W_MODE]
-    latency = now - worker_times[w, WF_TREQ]
-    latches[latch, L_ACQ] += 1
-    workers[w, W_ACQ] += 1
-    latch_times[latch, LF_LATSUM] += latency
+    latency = now - worker_times[w, WF_REQUESTED_AT]
+    latches[latch, L_ACQUIRES] += 1
+    workers[w, W_ACQUIRES] += 1
+    latch_times[latch, LF_LATENCY_SUM] += latency
     samples = t.samples
-    n = run_cells[G_SAMPLEN]
+    n = run_cells[G_SAMPLES_USED]
     if n < samples.shape[0]:
         samples[n, 0] = latency
         samples[n, 1] = latch
-        run_cells[G_SAMPLEN] = n + 1
+        run_cells[G_SAMPLES_USED] = n + 1
     if workers[w, W_WAITED] == 1:
-        wait = worker_times[w, WF_WAITACC]
+        wait = worker_times[w, WF_WAIT_SO_FAR]
         latch_waits[latch, mode, LW_COUNT] += 1
         latch_waits[latch, mode, LW_TIME] += wait
-        latch_waits[latch, mode, LW_SIG] += worker_times[w, WF_SIGACC]
+        latch_waits[latch, mode, LW_SIGNAL_TIME] += worker_times[w, WF_SIGNAL_WAIT_SO_FAR]
         if wait > latch_waits[latch, mode, LW_MAX]:
             latch_waits[latch, mode, LW_MAX] = wait
-        worker_times[w, WF_LATCHWAIT] += wait
+        worker_times[w, WF_LATCH_WAIT] += wait
     log_i, log_f = t.log_i, t.log_f
-    if log_i.shape[0] > 0:  # without an acquire log, W_LOG is never set and stays -1
-        k = run_cells[G_LOGN]
+    if log_i.shape[0] > 0:  # without an acquire log, W_LOG_ROW is never set and stays -1
+        k = run_cells[G_LOG_USED]
         if k < log_i.shape[0]:
             log_i[k, AL_WORKER] = w
             log_i[k, AL_LATCH] = latch
             log_i[k, AL_MODE] = mode
             log_i[k, AL_SUSPENDED] = workers[w, W_WAITED]
-            log_i[k, AL_QSEQ] = workers[w, W_QSEQ] if workers[w, W_WAITED] == 1 else -1
-            log_f[k, ALF_REQUEST] = worker_times[w, WF_TREQ]
-            log_f[k, ALF_GRANT] = worker_times[w, WF_TSIG] if workers[w, W_FLAG] == FLAG_GRANTED else now
+            log_i[k, AL_QUEUE_SEQ] = workers[w, W_QUEUE_SEQ] if workers[w, W_WAITED] == 1 else -1
+            log_f[k, ALF_REQUEST] = worker_times[w, WF_REQUESTED_AT]
+            log_f[k, ALF_GRANT] = worker_times[w, WF_SIGNALLED_AT] if workers[w, W_FLAG] == FLAG_GRANTED else now
             log_f[k, ALF_RUN] = now
             log_f[k, ALF_RELEASE] = -1.0
-            run_cells[G_LOGN] = k + 1
-            workers[w, W_LOG] = k
+            run_cells[G_LOG_USED] = k + 1
+            workers[w, W_LOG_ROW] = k
         else:
-            workers[w, W_LOG] = -1
+            workers[w, W_LOG_ROW] = -1
     workers[w, W_LATCH] = -1
 
 
@@ -184,7 +187,7 @@ def acquire(mem, w, latch, mode, now):
     t = tables(mem)
     latches = t.latches
     fair = latches[latch, L_POLICY] == FAIR
-    if grantable(latches, latch, mode) and (not fair or latches[latch, L_QLEN] == 0):
+    if grantable(latches, latch, mode) and (not fair or latches[latch, L_QUEUE_LENGTH] == 0):
         hold(latches, latch, mode)
         complete_acquire(mem, w, now)
         return True
@@ -204,7 +207,7 @@ def spin_round(mem, w, now):
     dur = latch_times[latch, LF_SPIN_US]
     worker_times[w, WF_CPU] += dur
     worker_times[w, WF_SPIN] += dur
-    t.scheduler_times[workers[w, W_SCHED], SF_BUSY] += dur
+    t.scheduler_times[workers[w, W_SCHEDULER], SF_BUSY] += dur
     push_event(mem, now + dur, EV_SPIN_DONE, w, now)
 
 
@@ -215,7 +218,7 @@ def suspend(mem, w, now):
     workers, worker_times = t.workers, t.worker_times
     set_state(mem, w, SUSPENDED, now)
     workers[w, W_WAITED] = 1
-    worker_times[w, WF_TSUSP] = now
+    worker_times[w, WF_SUSPENDED_AT] = now
     enqueue(t.latches, t.latch_times, workers, worker_times, workers[w, W_LATCH], w, now)
     give_up_scheduler(mem, w, now)
 
@@ -227,9 +230,9 @@ def wait_for_latch(mem, w, latch, fair, now):
         suspend(mem, w, now)
     else:
         t = tables(mem)
-        t.latches[latch, L_COLL] += 1
+        t.latches[latch, L_COLLISIONS] += 1
         t.workers[w, W_BACKOFFS] = 0
-        t.workers[w, W_ROUNDS] = 0
+        t.workers[w, W_SPIN_ROUNDS] = 0
         spin_round(mem, w, now)
 
 
@@ -239,21 +242,21 @@ def release(mem, w, latch, mode, now):
     t = tables(mem)
     workers, worker_times, latches, latch_times = t.workers, t.worker_times, t.latches, t.latch_times
     unhold(latches, latch, mode)
-    k = workers[w, W_LOG]
+    k = workers[w, W_LOG_ROW]
     if k >= 0:
         t.log_f[k, ALF_RELEASE] = now
-        workers[w, W_LOG] = -1
+        workers[w, W_LOG_ROW] = -1
     if latches[latch, L_POLICY] == FAIR:
-        while latches[latch, L_QLEN] > 0:
-            head = latches[latch, L_QHEAD]
+        while latches[latch, L_QUEUE_LENGTH] > 0:
+            head = latches[latch, L_QUEUE_HEAD]
             want = workers[head, W_MODE]
             if not grantable(latches, latch, want):
                 break
             dequeue(latches, latch_times, workers, worker_times, latch, now)
             hold(latches, latch, want)
             signal(mem, head, FLAG_GRANTED, now)
-    elif latches[latch, L_QLEN] > 0:
-        head = latches[latch, L_QHEAD]
+    elif latches[latch, L_QUEUE_LENGTH] > 0:
+        head = latches[latch, L_QUEUE_HEAD]
         if grantable(latches, latch, workers[head, W_MODE]):
             dequeue(latches, latch_times, workers, worker_times, latch, now)
             signal(mem, head, FLAG_RETRY, now)
@@ -271,13 +274,13 @@ def on_spin_done(mem, w, now):
         set_state(mem, w, RUNNING, now)
         hold(latches, latch, mode)
         complete_acquire(mem, w, now)
-        workers[w, W_PC] += 1
+        workers[w, W_PROGRAM_COUNTER] += 1
         return True
-    workers[w, W_ROUNDS] += 1
-    if workers[w, W_ROUNDS] < latches[latch, L_ROUNDS_PER_BACKOFF]:  # the spin cycle goes on
+    workers[w, W_SPIN_ROUNDS] += 1
+    if workers[w, W_SPIN_ROUNDS] < latches[latch, L_ROUNDS_PER_BACKOFF]:  # the spin cycle goes on
         spin_round(mem, w, now)
         return False
-    workers[w, W_ROUNDS] = 0
+    workers[w, W_SPIN_ROUNDS] = 0
     if workers[w, W_BACKOFFS] < latches[latch, L_MAX_BACKOFFS]:
         pause = t.latch_times[latch, LF_BACKOFF_US] * 2.0 ** workers[w, W_BACKOFFS]
         workers[w, W_BACKOFFS] += 1

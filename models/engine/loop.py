@@ -1,72 +1,14 @@
-"""The event loop: SQLOS schedulers running worker programs against latches.
+"""The event loop: SQLOS schedulers running worker programs against latches, one compiled loop for every scenario.
 
-One compiled loop serves every scenario.  Events sit in a binary heap keyed
-by (time, sequence number), so simultaneous events run in the order they were
-scheduled; task arrivals come from a sorted list and run before heap events
-at the same instant.  Each worker has at most one pending event, so the heap
-never holds more than one entry per worker.
-
-Scheduling follows SQLOS: a scheduler runs one worker at a time and never
-pre-empts it.  The worker gives the scheduler up when it suspends on a latch,
-ends, or reaches a yield point with its quantum used up while another worker
-is runnable (SOS_SCHEDULER_YIELD).  Every RUNNABLE -> RUNNING switch costs
-``context_switch_us`` of scheduler time.  A signalled worker becomes runnable
-``wakeup_us`` after the signal and is boosted to the head of its runnable
-queue, at most 1000 times in a row.
-
-Latch policies (fair, unfair) live in :mod:`models.engine.latch`.
-
-A run that stops before every worker is done (at ``max_sim_ms``, after
-``max_events``, when its measurement window closes, or with daemons still
-running as the last main worker ends) keeps only the elapsed part of what
-was under way, though a context switch, a CPU burst, a spin, a sleep or an
-OS call is charged in full when it starts (:func:`finish`).
-
-Queries (the memory chapter, :mod:`models.engine.queries`): a coordinator asks the memory-grant semaphore
-for its query's grant (:mod:`models.engine.grants`), waiting in one of its queues by cost
-with a time-out timer; once granted or forced it starts its parallel workers
-(FORK), waits for them (JOIN) and frees the grant.  An OS call waits its
-turn in one serialised path, spinning (CPU) or preemptively (a wait).  These
-instructions run in :func:`query_step`, off the latch path, and add two
-timer events (:func:`on_timer`); a run that uses none of them does exactly
-what it did before they existed.
-
-How the loop is laid out, and why (``benchmarks/engine.py`` times it against
-a bare heap simulation of the same model):
-
-* State is one buffer (:mod:`models.engine.state`); every kernel takes its address
-  ``mem`` plus a few scalars, all passed in registers, and cuts the tables it
-  needs with the inlined :func:`models.engine.state.tables`.  The tables index
-  without numba's wraparound of negative indices (about 9% of the loop).
-* An event is a time and one int64 key (sequence, kind, worker packed so a
-  key compare is a sequence compare) in a binary heap sifted by moving a
-  hole, not by swaps.  Events due now go to a ring and skip the heap; an
-  event earlier than all pending ones waits in a front slot, where it would
-  otherwise have climbed to the root and been popped straight back out.
-  Any exact priority queue pops the same sequence, so none of this changes
-  a result.
-* The whole hot chain is inlined into :func:`run_events`, so an event costs
-  no call.  The kernels with a single call site (:func:`execute`,
-  :func:`pop_event`, :func:`on_dispatched`, :func:`on_spin_done`) are inlined
-  by numba (``inline="always"``); the ones called from several places
-  (``_HOT``: pushing an event, a hand-off, a dispatch, the statistics of an
-  acquire) carry LLVM's ``alwaysinline`` (numba's ``forceinline``): the cold
-  compile stayed within its 13-17 s noise, where numba's own inlining of the
-  same kernels made it 78 s.  Inlining the hand-off chain (``signal`` ->
-  ``wake`` -> ``try_dispatch``) matters most: with ``signal`` left a call, 64
-  contending workers ran 20% slower.  Yielding, ending and arrivals stay calls.
-* :func:`run_events` keeps the event count, the clock and the next arrival
-  in locals, and :func:`execute` the program counter, so the hot loop does
-  not reload them from the buffer after every store.  Its five-way branches
-  (event kind, opcode) are compare chains, not jump tables.
-* An exponential draw's logarithm (``log1p``, a call into the C library and
-  the slowest step of an acquire) is computed one draw ahead
-  (:func:`models.engine.rng.draw`): the loop never waits for it, and the processor
-  overlaps it with the next events' work.  Same values, same order.
-* Cheap checks first: a latch keeps a mask of the modes held, so a grant is
-  one mask test; a run without a trace or an acquire log tests one fixed size
-  and skips the rest; a woken worker whose scheduler is idle with nobody
-  runnable is switched to without passing through the runnable queue.
+A scheduler runs one worker at a time and never pre-empts it: the worker gives it up when it suspends on a
+latch, ends, or yields with its quantum used up while another worker is runnable (SOS_SCHEDULER_YIELD).  A
+RUNNABLE -> RUNNING switch costs ``context_switch_us``; a signalled worker is runnable ``wakeup_us`` later, at
+the head of its queue (at most 1000 times in a row).  Simultaneous events run in the order they were
+scheduled, arrivals first.  Latch policies are :mod:`models.engine.latch`'s; grants, forked workers and OS
+calls run in :func:`query_step` (:mod:`models.engine.queries`) with two timer events (:func:`on_timer`).  A
+run that stops early keeps the elapsed part of what was under way, though a switch, a burst, a spin, a sleep
+or an OS call is charged in full when it starts (:func:`finish`).  The hot chain is inlined into
+:func:`run_events` for speed; ``benchmarks/loop_design.md`` says how and what each step measured.
 """
 
 from __future__ import annotations
@@ -87,15 +29,15 @@ from models.engine.scheduler import (
 )
 from models.engine.state import (
     DONE, EV_BACKOFF_DONE, EV_CPU_DONE, EV_DISPATCHED, EV_SLEEP_DONE, EV_SPIN_DONE, EV_START, EV_WAKE,
-    EV_WORKER_BITS, FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, GF_END, GF_FRONT_T, GF_LOG_AHEAD,
-    GF_MAX_TIME, GF_NOW, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT, GF_QUANTUM,
-    GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_FRONT, G_FRONT_K, G_HEAPN, G_MAIN_LEFT, G_NEXT_ARRIVAL,
-    G_NOW_HEAD, G_NOW_LEN, G_STATUS, G_UNITS, LF_CONTCOST, LF_SPIN_US, L_QLEN, L_SPINNERS, L_SPINS,
+    EV_WORKER_BITS, FLAG_GRANTED, FLAG_NONE, FLAG_RETRY, FLAG_YIELDED, GF_END, GF_FRONT_TIME, GF_LOG_AHEAD,
+    GF_MAX_TIME, GF_NOW, GF_OS_BUSY, GF_OS_KERNEL, GF_OS_MAXWAIT, GF_OS_QUEUE, GF_OS_WAIT, GF_QUANTUM, GF_YIELD_MAX,
+    GF_YIELD_WAIT, G_EVENTS, G_FRONT_FULL, G_FRONT_KEY, G_HEAP_LENGTH, G_MAIN_LEFT, G_NEXT_ARRIVAL, G_RING_HEAD,
+    G_RING_LENGTH, G_STATUS, G_UNITS_DONE, LF_CONTENDER_COST, LF_SPIN_US, L_QUEUE_LENGTH, L_SPINNERS, L_SPINS,
     L_SPINS_PER_ROUND, NEW, P_A, P_B, P_C, P_OP, SF_BUSY, STATUS_CHUNK, STATUS_DONE, STATUS_EVENT_BOUND,
-    STATUS_STUCK, STATUS_TIME_BOUND, SUSPENDED, S_HEAD, S_LOAD, WF_ARRIVE, WF_CPU, WF_KERNEL, WF_OSSTART,
-    WF_OSWAIT, WF_QSTART, WF_SIGACC, WF_SLEPT, WF_SPIN, WF_TREQ, WF_TSIG, WF_TSTATE, WF_TSUSP, WF_WAITACC,
-    W_BACKOFFS, W_DAEMON, W_FLAG, W_LATCH, W_LOOP0, W_MODE, W_PARENT, W_PC, W_REG0, W_SCALE, W_SCHED, W_STATE,
-    W_WAITED, tables,
+    STATUS_STUCK, STATUS_TIME_BOUND, SUSPENDED, S_RUNNABLE_HEAD, S_LOAD, WF_ARRIVAL, WF_CPU, WF_KERNEL,
+    WF_OS_CALL_START, WF_OS_WAIT, WF_QUANTUM_START, WF_SIGNAL_WAIT_SO_FAR, WF_SLEPT, WF_SPIN, WF_REQUESTED_AT,
+    WF_SIGNALLED_AT, WF_STATE_SINCE, WF_SUSPENDED_AT, WF_WAIT_SO_FAR, W_BACKOFFS, W_DAEMON, W_FLAG, W_LATCH,
+    W_LOOP0, W_MODE, W_PARENT, W_PROGRAM_COUNTER, W_REGISTER0, W_SCALE, W_SCHEDULER, W_STATE, W_WAITED, tables,
 )
 
 
@@ -109,8 +51,8 @@ def execute(mem, w, now):
     t = tables(mem)
     workers, worker_times, schedulers, scheduler_times = t.workers, t.worker_times, t.schedulers, t.scheduler_times
     latches, latch_times, prog_i, prog_x = t.latches, t.latch_times, t.prog_i, t.prog_x
-    s = workers[w, W_SCHED]
-    pc = workers[w, W_PC]  # kept in a register; written back before every exit
+    s = workers[w, W_SCHEDULER]
+    pc = workers[w, W_PROGRAM_COUNTER]  # kept in a register; written back before every exit
     while True:
         op = prog_i[pc, P_OP]
         if op == CPU:
@@ -123,11 +65,11 @@ def execute(mem, w, now):
             if prog_i[pc, P_C]:
                 contended = prog_i[pc, P_B]
                 if contended < 0:  # a register, as for ACQUIRE
-                    contended = workers[w, W_REG0 - 1 - contended]
+                    contended = workers[w, W_REGISTER0 - 1 - contended]
             if contended >= 0:
-                contenders = latches[contended, L_QLEN] + latches[contended, L_SPINNERS]
-                dur += latch_times[contended, LF_CONTCOST] * contenders
-            workers[w, W_PC] = pc + 1
+                contenders = latches[contended, L_QUEUE_LENGTH] + latches[contended, L_SPINNERS]
+                dur += latch_times[contended, LF_CONTENDER_COST] * contenders
+            workers[w, W_PROGRAM_COUNTER] = pc + 1
             worker_times[w, WF_CPU] += dur
             scheduler_times[s, SF_BUSY] += dur
             push_event(mem, now + dur, EV_CPU_DONE, w, now)
@@ -135,7 +77,7 @@ def execute(mem, w, now):
         elif op == ACQUIRE:
             latch, mode = prog_i[pc, P_A], prog_i[pc, P_B]
             if latch < 0:  # a register: the latch the index walk put there, or none
-                latch = workers[w, W_REG0 - 1 - latch]
+                latch = workers[w, W_REGISTER0 - 1 - latch]
                 if latch < 0:
                     pc += 1
                     continue
@@ -144,32 +86,32 @@ def execute(mem, w, now):
                 workers[w, W_MODE] = mode
                 workers[w, W_WAITED] = 0
                 workers[w, W_BACKOFFS] = 0
-                worker_times[w, WF_TREQ] = now
-                worker_times[w, WF_WAITACC] = 0.0
-                worker_times[w, WF_SIGACC] = 0.0
+                worker_times[w, WF_REQUESTED_AT] = now
+                worker_times[w, WF_WAIT_SO_FAR] = 0.0
+                worker_times[w, WF_SIGNAL_WAIT_SO_FAR] = 0.0
             if acquire(mem, w, latch, mode, now):
                 pc += 1
             else:
-                workers[w, W_PC] = pc
+                workers[w, W_PROGRAM_COUNTER] = pc
                 return
         elif op == RELEASE:
             latch, mode = prog_i[pc, P_A], prog_i[pc, P_B]
             if latch < 0:  # a register, as for ACQUIRE
-                latch = workers[w, W_REG0 - 1 - latch]
+                latch = workers[w, W_REGISTER0 - 1 - latch]
             if latch >= 0:
                 release(mem, w, latch, mode, now)
             pc += 1
         elif op == YIELD:
             margin_us = prog_x[pc]  # yield this much before the quantum ends
             pc += 1
-            used = now - worker_times[w, WF_QSTART]
+            used = now - worker_times[w, WF_QUANTUM_START]
             if used >= t.run_times[GF_QUANTUM] - margin_us:
-                if schedulers[s, S_HEAD] >= 0:
-                    workers[w, W_PC] = pc
+                if schedulers[s, S_RUNNABLE_HEAD] >= 0:
+                    workers[w, W_PROGRAM_COUNTER] = pc
                     yield_scheduler(mem, w, now)
                     return
                 if used >= t.run_times[GF_QUANTUM]:
-                    worker_times[w, WF_QSTART] = now
+                    worker_times[w, WF_QUANTUM_START] = now
         elif op == LOOP:
             body, slot, times = prog_i[pc, P_A], W_LOOP0 + prog_i[pc, P_B], prog_i[pc, P_C]
             count = workers[w, slot] + 1
@@ -180,15 +122,15 @@ def execute(mem, w, now):
                 workers[w, slot] = 0
                 pc += 1
         elif op == END:
-            workers[w, W_PC] = pc
+            workers[w, W_PROGRAM_COUNTER] = pc
             end_worker(mem, w, now)
             return
         elif op == UNIT:
-            t.run_cells[G_UNITS] += 1
+            t.run_cells[G_UNITS_DONE] += 1
             pc += 1
         elif op == SLEEP:
             dist, us = prog_i[pc, P_A], prog_x[pc]
-            workers[w, W_PC] = pc + 1
+            workers[w, W_PROGRAM_COUNTER] = pc + 1
             sleep_worker(mem, w, draw(t.rng, t.run_times, GF_LOG_AHEAD, dist, us), now)
             return
         elif op < GRANT:  # the index instructions
@@ -204,16 +146,16 @@ def on_dispatched(mem, w, now):
     """The context switch is over: ``w`` runs with a fresh quantum (and goes on executing)."""
     t = tables(mem)
     workers, worker_times, run_times = t.workers, t.worker_times, t.run_times
-    worker_times[w, WF_QSTART] = now
+    worker_times[w, WF_QUANTUM_START] = now
     flag = workers[w, W_FLAG]
     if flag == FLAG_GRANTED or flag == FLAG_RETRY:
-        worker_times[w, WF_WAITACC] += now - worker_times[w, WF_TSUSP]
-        worker_times[w, WF_SIGACC] += now - worker_times[w, WF_TSIG]
+        worker_times[w, WF_WAIT_SO_FAR] += now - worker_times[w, WF_SUSPENDED_AT]
+        worker_times[w, WF_SIGNAL_WAIT_SO_FAR] += now - worker_times[w, WF_SIGNALLED_AT]
     if flag == FLAG_GRANTED:
         complete_acquire(mem, w, now)
-        workers[w, W_PC] += 1
+        workers[w, W_PROGRAM_COUNTER] += 1
     elif flag == FLAG_YIELDED:
-        wait = now - worker_times[w, WF_TSIG]
+        wait = now - worker_times[w, WF_SIGNALLED_AT]
         run_times[GF_YIELD_WAIT] += wait
         if wait > run_times[GF_YIELD_MAX]:
             run_times[GF_YIELD_MAX] = wait
@@ -226,7 +168,7 @@ def end_worker(mem, w, now):
     t = tables(mem)
     run_cells = t.run_cells
     set_state(mem, w, DONE, now)
-    t.schedulers[t.workers[w, W_SCHED], S_LOAD] -= 1
+    t.schedulers[t.workers[w, W_SCHEDULER], S_LOAD] -= 1
     if t.workers[w, W_DAEMON] == 0:
         run_cells[G_MAIN_LEFT] -= 1
         if run_cells[G_MAIN_LEFT] == 0:
@@ -263,11 +205,11 @@ def give_back_unelapsed(mem, key, due, end):
     w = key & WORKER_MASK
     os_wait = kind == EV_SLEEP_DONE and workers[w, W_STATE] == SUSPENDED
     if os_wait:
-        run_times[GF_OS_MAXWAIT] = max(run_times[GF_OS_MAXWAIT], end - worker_times[w, WF_TSTATE])
+        run_times[GF_OS_MAXWAIT] = max(run_times[GF_OS_MAXWAIT], end - worker_times[w, WF_STATE_SINCE])
     over = due - end
     if over <= 0.0:
         return
-    s = workers[w, W_SCHED]
+    s = workers[w, W_SCHEDULER]
     os_call = os_wait
     if kind == EV_DISPATCHED:  # a context switch: the scheduler's time, no worker's
         scheduler_times[s, SF_BUSY] -= over
@@ -281,18 +223,19 @@ def give_back_unelapsed(mem, key, due, end):
     elif kind == EV_CPU_DONE:
         worker_times[w, WF_CPU] -= over
         scheduler_times[s, SF_BUSY] -= over
-        if t.prog_i[workers[w, W_PC] - 1, P_OP] == OSCALL:  # spinning in the kernel, queued or working
+        if t.prog_i[workers[w, W_PROGRAM_COUNTER] - 1, P_OP] == OSCALL:  # spinning in the kernel, queued or working
             os_call = True
             worker_times[w, WF_KERNEL] -= over
             run_times[GF_OS_KERNEL] -= over
     elif os_wait:
-        worker_times[w, WF_OSWAIT] -= over
+        worker_times[w, WF_OS_WAIT] -= over
         run_times[GF_OS_WAIT] -= over
-        run_times[GF_OS_KERNEL] -= due - max(worker_times[w, WF_OSSTART], end)  # the kernel's work, not the queueing
+        # the kernel's work, not the queueing
+        run_times[GF_OS_KERNEL] -= due - max(worker_times[w, WF_OS_CALL_START], end)
     elif kind == EV_SLEEP_DONE:
         worker_times[w, WF_SLEPT] -= over
     if os_call:  # the serialised path: the call queued until its start, then was worked on until ``due``
-        start = worker_times[w, WF_OSSTART]
+        start = worker_times[w, WF_OS_CALL_START]
         run_times[GF_OS_QUEUE] -= max(start - end, 0.0)
         run_times[GF_OS_BUSY] -= due - max(start, end)
 
@@ -306,12 +249,12 @@ def finish(mem, end):
     """
     t = tables(mem)
     run_cells, run_times, workers, ring = t.run_cells, t.run_times, t.workers, t.ring
-    in_ring, in_front = run_cells[G_NOW_LEN], run_cells[G_FRONT]
-    for i in range(in_ring + in_front + run_cells[G_HEAPN]):
+    in_ring, in_front = run_cells[G_RING_LENGTH], run_cells[G_FRONT_FULL]
+    for i in range(in_ring + in_front + run_cells[G_HEAP_LENGTH]):
         if i < in_ring:
-            key, due = ring[(run_cells[G_NOW_HEAD] + i) % ring.shape[0]], end
+            key, due = ring[(run_cells[G_RING_HEAD] + i) % ring.shape[0]], end
         elif i < in_ring + in_front:
-            key, due = run_cells[G_FRONT_K], run_times[GF_FRONT_T]
+            key, due = run_cells[G_FRONT_KEY], run_times[GF_FRONT_TIME]
         else:
             key, due = t.heap_k[i - in_ring - in_front], t.heap_t[i - in_ring - in_front]
         give_back_unelapsed(mem, key, due, end)
@@ -340,7 +283,7 @@ def run_events(mem, max_events, chunk_end):
     max_time = run_times[GF_MAX_TIME]
     now = run_times[GF_NOW]
     k = run_cells[G_NEXT_ARRIVAL]
-    t_arrival = worker_times[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+    t_arrival = worker_times[order[k], WF_ARRIVAL] if k < n_arrivals else np.inf
     status = STATUS_CHUNK
     while True:
         if run_cells[G_MAIN_LEFT] == 0:
@@ -350,11 +293,11 @@ def run_events(mem, max_events, chunk_end):
             if events >= max_events:
                 status = STATUS_EVENT_BOUND
             break
-        if run_cells[G_NOW_LEN] > 0:  # immediate events first
-            head = run_cells[G_NOW_HEAD]
+        if run_cells[G_RING_LENGTH] > 0:  # immediate events first
+            head = run_cells[G_RING_HEAD]
             key = ring[head]
-            run_cells[G_NOW_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
-            run_cells[G_NOW_LEN] -= 1
+            run_cells[G_RING_HEAD] = head + 1 if head + 1 < ring.shape[0] else 0
+            run_cells[G_RING_LENGTH] -= 1
         else:
             t_event = next_event_time(mem)
             if t_arrival == np.inf and t_event == np.inf:  # nothing left to happen, yet main workers are not done
@@ -369,7 +312,7 @@ def run_events(mem, max_events, chunk_end):
                 events += 1
                 w = order[k]
                 k += 1
-                t_arrival = worker_times[order[k], WF_ARRIVE] if k < n_arrivals else np.inf
+                t_arrival = worker_times[order[k], WF_ARRIVAL] if k < n_arrivals else np.inf
                 on_arrival(mem, w, now)
                 continue
             key = pop_event(mem)

@@ -104,7 +104,7 @@ OS_SPIN, OS_PREEMPTIVE = 0, 1
 FIXED, EXPONENTIAL, SCALED = 0, 1, 2
 DISTRIBUTIONS = {"fixed": FIXED, "exponential": EXPONENTIAL}
 
-# Latch registers (models.engine.state.W_REG0 ..): what FIND and SPLIT put in each.
+# Latch registers (models.engine.state.W_REGISTER0 ..): what FIND and SPLIT put in each.
 R_ROOT, R_PARENT, R_LEAF, R_GATE, R_NEW = range(REGISTERS)
 # FIND stages and BRANCH conditions.
 FIND_ROOT, FIND_PARENT, FIND_LEAF = 0, 1, 2

@@ -22,9 +22,10 @@ from models.engine.scheduler import leave_scheduler_waiting, signal
 from models.engine.state import (
     EV_CPU_DONE, EV_SLEEP_DONE, EV_START, EV_TIMEOUT, FLAG_NONE, GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_LOG_AHEAD,
     GF_OS_BUSY, GF_OS_FREE, GF_OS_KERNEL, GF_OS_QUEUE, GF_OS_WAIT, GRANT_GRANTED, G_JOIN_WAITS, G_MAIN_LEFT,
-    G_OS_CALLS, G_OS_WAITS, P_A, P_B, P_C, P_OP, SF_BUSY, SUSPENDED, WF_CPU, WF_GDEADLINE, WF_GREQ, WF_GTIMER,
-    WF_GWAIT, WF_JOINT, WF_KERNEL, WF_OSSTART, WF_OSWAIT, W_CHILDREN, W_GNEED, W_GWANT, W_PARENT, W_PC,
-    W_SCHED, W_STATE, tables,
+    G_OS_CALLS, G_OS_WAITS, P_A, P_B, P_C, P_OP, SF_BUSY, SUSPENDED, WF_CPU, WF_GRANT_DEADLINE,
+    WF_GRANT_REQUESTED_AT, WF_GRANT_TIMER, WF_GRANT_WAIT, WF_JOIN_STARTED_AT, WF_KERNEL, WF_OS_CALL_START,
+    WF_OS_WAIT, W_CHILDREN, W_GRANT_NEEDED_KB, W_GRANT_WANTED_KB, W_PARENT, W_PROGRAM_COUNTER, W_SCHEDULER, W_STATE,
+    tables,
 )
 
 
@@ -36,9 +37,9 @@ def end_child(mem, parent, now):
     workers[parent, W_CHILDREN] -= 1
     if workers[parent, W_CHILDREN] > 0 or workers[parent, W_STATE] != SUSPENDED:
         return
-    if t.prog_i[workers[parent, W_PC] - 1, P_OP] != JOIN:
+    if t.prog_i[workers[parent, W_PROGRAM_COUNTER] - 1, P_OP] != JOIN:
         return
-    wait = now - worker_times[parent, WF_JOINT]
+    wait = now - worker_times[parent, WF_JOIN_STARTED_AT]
     t.run_cells[G_JOIN_WAITS] += 1
     run_times[GF_JOIN_WAIT] += wait
     if wait > run_times[GF_JOIN_MAXWAIT]:
@@ -55,10 +56,10 @@ def query_step(mem, w, pc, now):
     op = prog_i[pc, P_OP]
     if op == GRANT:
         requested_kb, required_kb, queue, timeout_us = prog_i[pc, P_A], prog_i[pc, P_B], prog_i[pc, P_C], t.prog_x[pc]
-        workers[w, W_GWANT] = requested_kb
-        workers[w, W_GNEED] = required_kb
-        worker_times[w, WF_GREQ] = now
-        worker_times[w, WF_GWAIT] = 0.0
+        workers[w, W_GRANT_WANTED_KB] = requested_kb
+        workers[w, W_GRANT_NEEDED_KB] = required_kb
+        worker_times[w, WF_GRANT_REQUESTED_AT] = now
+        worker_times[w, WF_GRANT_WAIT] = 0.0
         if grants.fits_now(run_cells, requested_kb):
             grants.give(run_cells, workers, w, requested_kb, GRANT_GRANTED)
             grants.log(run_cells, t.glog, now)
@@ -66,9 +67,9 @@ def query_step(mem, w, pc, now):
         grants.enqueue(run_cells, workers, w, queue)
         grants.log(run_cells, t.glog, now)
         deadline = now + timeout_us
-        worker_times[w, WF_GDEADLINE] = deadline
-        if worker_times[w, WF_GTIMER] <= now:  # no timer pending (one left from an earlier request re-arms itself)
-            worker_times[w, WF_GTIMER] = deadline
+        worker_times[w, WF_GRANT_DEADLINE] = deadline
+        if worker_times[w, WF_GRANT_TIMER] <= now:  # no timer pending (one left from an earlier request re-arms itself)
+            worker_times[w, WF_GRANT_TIMER] = deadline
             push_event(mem, deadline, EV_TIMEOUT, w, now)
         leave_scheduler_waiting(mem, w, pc + 1, now)
         return -1
@@ -81,7 +82,8 @@ def query_step(mem, w, pc, now):
         for k in range(1, n_children + 1):
             child = w + k
             workers[child, W_PARENT] = w
-            workers[child, W_PC] = child_start  # (its arrival stays infinite: the arrival list never takes it)
+            # (its arrival stays infinite: the arrival list never takes it)
+            workers[child, W_PROGRAM_COUNTER] = child_start
             push_event(mem, now, EV_START, child, now)
         workers[w, W_CHILDREN] += n_children
         run_cells[G_MAIN_LEFT] += n_children
@@ -89,7 +91,7 @@ def query_step(mem, w, pc, now):
     if op == JOIN:
         if workers[w, W_CHILDREN] == 0:
             return pc + 1
-        worker_times[w, WF_JOINT] = now
+        worker_times[w, WF_JOIN_STARTED_AT] = now
         leave_scheduler_waiting(mem, w, pc + 1, now)
         return -1
     # OSCALL: first come, first served through one path; the worker's own call ends at ``done``.
@@ -101,17 +103,17 @@ def query_step(mem, w, pc, now):
     run_times[GF_OS_BUSY] += work
     run_times[GF_OS_QUEUE] += start - now
     run_cells[G_OS_CALLS] += 1
-    worker_times[w, WF_OSSTART] = start
+    worker_times[w, WF_OS_CALL_START] = start
     dur = done - now
     if how == OS_SPIN:  # in the kernel on this worker's thread: its scheduler stays busy
-        workers[w, W_PC] = pc + 1
+        workers[w, W_PROGRAM_COUNTER] = pc + 1
         worker_times[w, WF_CPU] += dur
         worker_times[w, WF_KERNEL] += dur
         run_times[GF_OS_KERNEL] += dur
-        t.scheduler_times[workers[w, W_SCHED], SF_BUSY] += dur
+        t.scheduler_times[workers[w, W_SCHEDULER], SF_BUSY] += dur
         push_event(mem, done, EV_CPU_DONE, w, now)
     else:  # preemptive: the scheduler is free meanwhile, and the time is a wait (its maximum: on_sleep_done)
-        worker_times[w, WF_OSWAIT] += dur
+        worker_times[w, WF_OS_WAIT] += dur
         run_times[GF_OS_KERNEL] += work
         run_times[GF_OS_WAIT] += dur
         run_cells[G_OS_WAITS] += 1

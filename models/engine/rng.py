@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from models.engine.clock import on_tick
+from models.engine.jit import JIT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -31,7 +32,7 @@ def seed_state(seed: int) -> np.ndarray:
     return np.array([z ^ (z >> 31)], dtype=np.uint64)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def next_u64(rng):
     """Advance the generator and return 64 random bits."""
     rng[0] += _GOLDEN
@@ -41,25 +42,25 @@ def next_u64(rng):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def uniform(rng):
     """A uniform draw in [0, 1)."""
     return float(next_u64(rng) >> np.uint64(11)) * _TWO_TO_MINUS_53
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def exponential(rng, mean):
     """An exponential draw with the given mean."""
     return -mean * np.log1p(-uniform(rng))
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def start_ahead(rng, ahead, k):
     """Compute the first exponential draw's logarithm into ``ahead[k]`` (see :func:`draw`)."""
     ahead[k] = np.log1p(-uniform(rng))
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def draw(rng, ahead, k, dist, mean):
     """A duration in whole clock ticks: ``mean`` itself when ``dist`` is 0 (fixed; the engine puts
     fixed durations on the tick once, before the run), else an exponential draw rounded to the tick.
@@ -78,7 +79,7 @@ def draw(rng, ahead, k, dist, mean):
     return on_tick(-mean * log)
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(**JIT)
 def poisson_arrivals(rng, arrive, first, gap):
     """Fill arrival times of workers ``first..`` with a Poisson stream from time 0 (gaps in whole ticks)."""
     t = 0.0

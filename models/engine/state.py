@@ -10,7 +10,8 @@ each kernel, cuts the views it needs from the sizes and offsets that
 :func:`allocate` writes into the buffer's first cells; column counts are
 constants, so an index is one multiply-add.  The column names below are the
 only place where the layout is written down; every kernel indexes with them.
-(numba compiles over plain arrays: a jitclass cannot be cached.)
+(numba compiles over plain arrays: a jitclass cannot be cached.)  The views and their
+indexing without wraparound or bounds checks are :mod:`models.engine.numba_internals`'.
 
 The numba cache is keyed on every file of the engine (:mod:`models.engine.jit`),
 so an edit here recompiles every kernel that cuts these tables.
@@ -18,19 +19,14 @@ so an edit here recompiles every kernel that cuts these tables.
 
 from __future__ import annotations
 
-import operator
 from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils
-from numba.core.datamodel.models import ArrayModel
-from numba.core.imputils import impl_ret_borrowed, lower_builtin
-from numba.extending import intrinsic, register_model
-from numba.np.arrayobj import load_item, make_array, populate_array, store_item
+from numba import njit
 
-WORD_BYTES = 8  # every table holds int64, uint64 or float64
+from models.engine.numba_internals import NO_RUNTIME, fixed, view
+from models.engine.numba_internals import Table  # noqa: F401 - cache indexes written before it moved name it here
 
 # Worker states (also the trace states).
 RUNNING, RUNNABLE, SPINNING, SUSPENDED, BACKOFF, NEW, DONE, SLEEPING = 0, 1, 2, 3, 4, 5, 6, 7
@@ -40,42 +36,45 @@ STATE_NAMES = ("running", "runnable", "spinning", "suspended", "backoff", "new",
 FLAG_NONE, FLAG_GRANTED, FLAG_RETRY, FLAG_YIELDED = 0, 1, 2, 3
 
 # Worker integer columns (the ``workers`` table, one row per worker).
-(W_STATE, W_SCHED, W_PC, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_QNEXT, W_FLAG,
- W_BOOSTED, W_ACQ, W_LATCH, W_MODE, W_DAEMON, W_LOG, W_BACKOFFS, W_WAITED,
- W_QSEQ, W_KEY, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4, W_BATCH, W_SCALE,
- W_PARENT, W_CHILDREN, W_GWANT, W_GNEED, W_GRANTED, W_OUTCOME, W_GNEXT, W_GQUEUE, W_ROUNDS, W_NCOLS) = range(38)
+(W_STATE, W_SCHEDULER, W_PROGRAM_COUNTER, W_LOOP0, W_LOOP1, W_LOOP2, W_NEXT, W_PREV, W_LATCH_QUEUE_NEXT, W_FLAG,
+ W_BOOSTED, W_ACQUIRES, W_LATCH, W_MODE, W_DAEMON, W_LOG_ROW, W_BACKOFFS, W_WAITED,
+ W_QUEUE_SEQ, W_KEY, W_PAGE, W_REGISTER0, W_REGISTER1, W_REGISTER2, W_REGISTER3, W_REGISTER4, W_BATCH, W_SCALE,
+ W_PARENT, W_CHILDREN, W_GRANT_WANTED_KB, W_GRANT_NEEDED_KB, W_GRANTED_KB, W_GRANT_OUTCOME, W_GRANT_QUEUE_NEXT,
+ W_GRANT_QUEUE, W_SPIN_ROUNDS, W_NCOLS) = range(38)
 LOOP_SLOTS = 3  # nested loops a program may use (W_LOOP0 .. W_LOOP2)
-REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REG0 .. W_REG4)
+REGISTERS = 5  # latch registers an ACQUIRE or RELEASE may name instead of a latch (W_REGISTER0 .. W_REGISTER4)
 
-# Worker float columns (the ``worker_times`` table; microseconds).  WF_OSSTART: when the worker's last OS
+# Worker float columns (the ``worker_times`` table; microseconds).  WF_OS_CALL_START: when the worker's last OS
 # call began its work in the serialised path (it queued from the call until then).
-(WF_ARRIVE, WF_TREQ, WF_TSUSP, WF_TSIG, WF_TSTATE, WF_QSTART, WF_CPU, WF_SPIN,
- WF_LATCHWAIT, WF_WAITACC, WF_SIGACC, WF_OSSTART, WF_TENQ, WF_SLEPT,
- WF_GREQ, WF_GDEADLINE, WF_GTIMER, WF_GWAIT, WF_JOINT, WF_KERNEL, WF_OSWAIT, WF_NCOLS) = range(22)
+(WF_ARRIVAL, WF_REQUESTED_AT, WF_SUSPENDED_AT, WF_SIGNALLED_AT, WF_STATE_SINCE, WF_QUANTUM_START, WF_CPU, WF_SPIN,
+ WF_LATCH_WAIT, WF_WAIT_SO_FAR, WF_SIGNAL_WAIT_SO_FAR, WF_OS_CALL_START, WF_ENQUEUED_AT, WF_SLEPT,
+ WF_GRANT_REQUESTED_AT, WF_GRANT_DEADLINE, WF_GRANT_TIMER, WF_GRANT_WAIT, WF_JOIN_STARTED_AT, WF_KERNEL, WF_OS_WAIT,
+ WF_NCOLS) = range(22)
 
-# A worker's memory grant (W_OUTCOME): none asked, waiting in the grant queue, granted what it asked,
+# A worker's memory grant (W_GRANT_OUTCOME): none asked, waiting in the grant queue, granted what it asked,
 # forced to its required minimum at the time-out, or failed at the time-out (error 8645).
 GRANT_NONE, GRANT_WAITING, GRANT_GRANTED, GRANT_FORCED, GRANT_FAILED = range(5)
 GRANT_OUTCOMES = ("none", "waiting", "granted", "forced_minimum", "error_8645")
 
 # Scheduler integer and float columns (the ``schedulers`` and ``scheduler_times`` tables).
-S_CUR, S_HEAD, S_TAIL, S_BOOSTRUN, S_SWITCHES, S_LOAD, S_QLEN, S_NCOLS = range(8)
+(S_RUNNING_WORKER, S_RUNNABLE_HEAD, S_RUNNABLE_TAIL, S_BOOSTS_IN_A_ROW, S_SWITCHES, S_LOAD, S_RUNNABLE_COUNT,
+ S_NCOLS) = range(8)
 SF_BUSY, SF_NCOLS = 0, 1
 
 # Latch integer columns (the ``latches`` table): held counts per mode come first (KP..DT = 0..4); L_HELD
 # has bit m set while mode m is held, so a grant check is one mask test (models.engine.latch).
-(L_QHEAD, L_QTAIL, L_QLEN, L_POLICY, L_SPINNERS, L_ACQ, L_COLL, L_SPINS,
- L_BACKOFFS, L_QSEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_ROUNDS_PER_BACKOFF, L_NCOLS) = range(5, 20)
+(L_QUEUE_HEAD, L_QUEUE_TAIL, L_QUEUE_LENGTH, L_POLICY, L_SPINNERS, L_ACQUIRES, L_COLLISIONS, L_SPINS,
+ L_BACKOFFS, L_QUEUE_SEQ, L_SPINS_PER_ROUND, L_MAX_BACKOFFS, L_HELD, L_ROUNDS_PER_BACKOFF, L_NCOLS) = range(5, 20)
 # Latch float columns (the ``latch_times`` table; microseconds).
-(LF_LATSUM, LF_QAREA, LF_QLAST, LF_QRES, LF_CONTCOST, LF_SPIN_US, LF_BACKOFF_US,
+(LF_LATENCY_SUM, LF_QUEUE_AREA, LF_QUEUE_CHANGED_AT, LF_QUEUE_RESIDENCE, LF_CONTENDER_COST, LF_SPIN_US, LF_BACKOFF_US,
  LF_NCOLS) = range(8)
 # Per latch and mode wait statistics (the ``latch_waits`` table, float): count, time, max, signal time.
-LW_COUNT, LW_TIME, LW_MAX, LW_SIG, LW_NCOLS = range(5)
+LW_COUNT, LW_TIME, LW_MAX, LW_SIGNAL_TIME, LW_NCOLS = range(5)
 
 
 # Run-wide integer cells (the ``run_cells`` table): counters, sizes and offsets.
-(G_EVENTS, G_SEQ, G_HEAPN, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACEN, G_LOGN,
- G_SAMPLEN, G_YIELDS, G_STATUS, G_NOW_HEAD, G_NOW_LEN, G_FRONT, G_FRONT_K, G_UNITS,
+(G_EVENTS, G_EVENT_SEQ, G_HEAP_LENGTH, G_NEXT_ARRIVAL, G_MAIN_LEFT, G_TRACE_USED, G_LOG_USED,
+ G_SAMPLES_USED, G_YIELDS, G_STATUS, G_RING_HEAD, G_RING_LENGTH, G_FRONT_FULL, G_FRONT_KEY, G_UNITS_DONE,
  # Table sizes, written once by allocate(); tables() cuts the views from them.
  G_WORKERS, G_SCHEDULERS, G_LATCHES, G_PROGRAM, G_TRACE_ROWS, G_LOG_ROWS, G_SAMPLES,
  # Where each table starts in the buffer (in words), also written once by allocate().
@@ -85,19 +84,19 @@ LW_COUNT, LW_TIME, LW_MAX, LW_SIG, LW_NCOLS = range(5)
  AT_BT, AT_PAGES, AT_LEAVES, AT_HEAT, AT_KEYS, G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS,
  # The memory-grant semaphore (models.engine.grants): KB granted, target and limit; queries waiting in all its
  # queues; counters.
- AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_QLEN,
- G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOGN, G_JOIN_WAITS,
+ AT_GLOG, G_GLOG_ROWS, G_SEM_GRANTED, G_SEM_TARGET, G_SEM_LIMIT, G_SEM_WAITING,
+ G_SEM_GRANTS, G_SEM_FORCED, G_SEM_TIMEOUTS, G_SEM_WAITS, G_SEM_LOG_USED, G_JOIN_WAITS,
  # The serialised OS path (OSCALL): calls, and the calls made preemptively (a wait).
  G_OS_CALLS, G_OS_WAITS,
- # The semaphore's wait queues by cost (queue 0 is served first): GRANT_QUEUES heads from G_SEM_QHEAD, then as
- # many tails from G_SEM_QTAIL.
- G_SEM_QHEAD) = range(65)
+ # The semaphore's wait queues by cost (queue 0 is served first): GRANT_QUEUES heads from G_SEM_QUEUE_HEADS, then as
+ # many tails from G_SEM_QUEUE_TAILS.
+ G_SEM_QUEUE_HEADS) = range(65)
 GRANT_QUEUES = 8  # wait queues a semaphore keeps: the engine's room, not SQL Server's count (the program picks one)
-G_SEM_QTAIL = G_SEM_QHEAD + GRANT_QUEUES
-G_NCOLS = G_SEM_QTAIL + GRANT_QUEUES
+G_SEM_QUEUE_TAILS = G_SEM_QUEUE_HEADS + GRANT_QUEUES
+G_NCOLS = G_SEM_QUEUE_TAILS + GRANT_QUEUES
 # Run-wide float cells (the ``run_times`` table; microseconds).
 (GF_NOW, GF_END, GF_YIELD_WAIT, GF_YIELD_MAX, GF_QUANTUM, GF_SWITCH, GF_WAKEUP,
- GF_MAX_TIME, GF_FRONT_T, GF_LOG_AHEAD,
+ GF_MAX_TIME, GF_FRONT_TIME, GF_LOG_AHEAD,
  GF_SEM_WAIT, GF_SEM_MAXWAIT, GF_JOIN_WAIT, GF_JOIN_MAXWAIT,
  GF_OS_FREE, GF_OS_BUSY, GF_OS_QUEUE, GF_OS_KERNEL, GF_OS_WAIT, GF_OS_MAXWAIT, GF_NCOLS) = range(21)
 
@@ -121,7 +120,7 @@ MAX_HEAP_PUSHES = 2**(63 - EV_SEQ_SHIFT) - 1  # sequence numbers stay below this
 MAX_BOOSTS_IN_A_ROW = 1000
 
 # Acquire log columns (int and float).
-AL_WORKER, AL_LATCH, AL_MODE, AL_SUSPENDED, AL_QSEQ, AL_NCOLS = range(6)
+AL_WORKER, AL_LATCH, AL_MODE, AL_SUSPENDED, AL_QUEUE_SEQ, AL_NCOLS = range(6)
 ALF_REQUEST, ALF_GRANT, ALF_RUN, ALF_RELEASE, ALF_NCOLS = range(5)
 
 # Trace columns (int: worker, scheduler, state; float: start, end).
@@ -133,113 +132,13 @@ P_OP, P_A, P_B, P_C, P_NCOLS = range(5)
 # B-tree cells (models.engine.btree): the index's shape and counters, one row of int64.
 (BT_STRATEGY, BT_CAPACITY, BT_FANOUT, BT_BUCKETS, BT_TREES, BT_COUNTER, BT_PAGES, BT_LEAVES,
  BT_PAGE_LATCH0, BT_ROOT_LATCH0, BT_GATE_LATCH0, BT_SCHEDULERS, BT_MID_SPLITS, BT_END_SPLITS,
- BT_NONLEAF_SPLITS, BT_HEATN, BT_OVERFLOW, BT_NCOLS) = range(18)
+ BT_NONLEAF_SPLITS, BT_HEAT_USED, BT_OVERFLOW, BT_NCOLS) = range(18)
 # B-tree page columns: rows (children for a non-leaf page), parent page (-1: the root), tree,
 # low key bound, level (0 leaf, 1 non-leaf).  A leaf's keys, in order, are its row of ``keys``; where
 # each insert went is the insert log (``heat``).
 PG_ROWS, PG_PARENT, PG_TREE, PG_LOW, PG_LEVEL, PG_NCOLS = range(6)
 # The grant log: after each change of the semaphore, its time, KB granted and queries waiting.
 GL_TIME, GL_GRANTED, GL_WAITERS, GL_NCOLS = range(4)
-
-
-class Table(types.Array):
-    """A C-ordered array cut from the state buffer, whose element access takes indices as they are.
-
-    numba wraps a negative index around (``a[-1]`` is the last element) with a
-    compare and a select per index, about forty per acquire in the engine.  No
-    kernel indexes from the end, so a table's elements are read and written
-    without that step: a full integer index is one multiply-add and a load.
-    """
-
-    def __init__(self, dtype: types.Type, ndim: int):
-        super().__init__(dtype, ndim, "C", name=f"table({dtype}, {ndim}d)")
-
-
-register_model(Table)(ArrayModel)
-
-
-def _element_pointer(context, builder, table_type, table, index_type, index):
-    """The address of the element at a full integer index, or None for any other kind of index."""
-    if isinstance(index_type, types.Integer):
-        index_types, indices = (index_type,), (index,)
-    elif isinstance(index_type, types.BaseTuple) and all(isinstance(i, types.Integer) for i in index_type):
-        index_types, indices = tuple(index_type), cgutils.unpack_tuple(builder, index, len(index_type))
-    else:
-        return None
-    if len(indices) != table_type.ndim:
-        return None
-    array = make_array(table_type)(context, builder, table)
-    indices = [context.cast(builder, i, t, types.intp) for i, t in zip(indices, index_types)]
-    return cgutils.get_item_pointer2(context, builder, array.data, cgutils.unpack_tuple(builder, array.shape),
-                                     cgutils.unpack_tuple(builder, array.strides), "C", indices)
-
-
-@lower_builtin(operator.getitem, Table, types.Integer)
-@lower_builtin(operator.getitem, Table, types.BaseTuple)
-def _table_getitem(context, builder, sig, args):
-    """``table[i, j]``: the element, with no wraparound (other indexing is numba's own)."""
-    pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-    if pointer is None:
-        return context.get_function(operator.getitem, sig.replace(args=(types.Array(
-            sig.args[0].dtype, sig.args[0].ndim, "C"),) + sig.args[1:]))(builder, args)
-    return load_item(context, builder, sig.args[0], pointer)
-
-
-@lower_builtin(operator.setitem, Table, types.Integer, types.Any)
-@lower_builtin(operator.setitem, Table, types.BaseTuple, types.Any)
-def _table_setitem(context, builder, sig, args):
-    """``table[i, j] = value``: a store, with no wraparound (other indexing is numba's own)."""
-    table_type, index_type, value_type = sig.args
-    pointer = _element_pointer(context, builder, table_type, args[0], index_type, args[1])
-    if pointer is None:
-        return context.get_function(operator.setitem, sig.replace(args=(types.Array(
-            table_type.dtype, table_type.ndim, "C"), index_type, value_type)))(builder, args)
-    store_item(context, builder, table_type, context.cast(builder, args[2], value_type, table_type.dtype), pointer)
-    return context.get_dummy_value()
-
-
-@intrinsic
-def view(typingctx, mem, start, shape, dtype):
-    """The C-ordered ``dtype`` array of ``shape`` at word ``start`` of the buffer at address ``mem``.
-
-    A few instructions and no checks.  (numba's own ``reshape`` calls out to a
-    C helper, which cost more than the event it served.)  The array borrows the
-    buffer: it lives only inside the kernel call, while the caller holds the buffer.
-    """
-    view_type = Table(dtype.dtype, len(shape))
-
-    def codegen(context, builder, sig, args):
-        out = make_array(view_type)(context, builder)
-        intp = context.get_value_type(types.intp)
-        itemsize = context.get_abi_sizeof(context.get_data_type(dtype.dtype))
-        address = builder.add(args[0], builder.mul(args[1], intp(WORD_BYTES)))
-        dims = cgutils.unpack_tuple(builder, args[2])
-        strides, step = [], intp(itemsize)
-        for dim in reversed(dims):
-            strides.insert(0, step)
-            step = builder.mul(step, dim)
-        populate_array(out, data=builder.inttoptr(address, out.data.type), shape=dims, strides=strides,
-                       itemsize=intp(itemsize), meminfo=None)
-        return impl_ret_borrowed(context, builder, view_type, out._getvalue())
-    return view_type(mem, start, shape, dtype), codegen
-
-
-@intrinsic
-def fixed(typingctx, mem, k):
-    """Word ``k`` of the buffer's header (a size or an offset), loaded as invariant.
-
-    The header is written once, before the run.  Telling LLVM so lets it load
-    each offset once per kernel instead of after every store into the buffer
-    (every table is a view of the same memory, so any store might otherwise
-    have changed it).
-    """
-    def codegen(context, builder, sig, args):
-        intp = context.get_value_type(types.intp)
-        address = builder.add(args[0], builder.mul(args[1], intp(WORD_BYTES)))
-        load = builder.load(builder.inttoptr(address, intp.as_pointer()))
-        load.set_metadata("invariant.load", builder.module.add_metadata([]))
-        return load
-    return types.int64(mem, k), codegen
 
 
 Tables = namedtuple("Tables", (
@@ -272,7 +171,7 @@ def shapes(n_workers: int, n_schedulers: int, n_latches: int, program: int, trac
     }
 
 
-@njit(inline="always", _nrt=False, error_model="numpy")
+@njit(inline="always", error_model="numpy", **NO_RUNTIME)
 def tables(mem):
     """Every table as a view into the buffer at address ``mem``, from the sizes and offsets in its first cells.
 
@@ -348,10 +247,10 @@ def allocate(n_workers: int, n_schedulers: int, n_latches: int, program: int, tr
     words[[G_PAGES, G_HEAT_ROWS, G_KEY_SLOTS, G_GLOG_ROWS]] = (pages, heat_rows, key_slots, grant_log_rows)
     t = Tables(*(words[start:start + n].view(dtype).reshape(shape)
                  for start, n, (shape, dtype) in zip(starts, lengths, layout.values())))
-    t.workers[:, [W_NEXT, W_PREV, W_QNEXT, W_LATCH, W_LOG, W_PAGE, W_REG0, W_REG1, W_REG2, W_REG3, W_REG4,
-                  W_PARENT, W_GNEXT]] = -1
-    t.run_cells[G_SEM_QHEAD:G_SEM_QTAIL + GRANT_QUEUES] = -1  # every grant queue empty
+    t.workers[:, [W_NEXT, W_PREV, W_LATCH_QUEUE_NEXT, W_LATCH, W_LOG_ROW, W_PAGE, W_REGISTER0, W_REGISTER1,
+                  W_REGISTER2, W_REGISTER3, W_REGISTER4, W_PARENT, W_GRANT_QUEUE_NEXT]] = -1
+    t.run_cells[G_SEM_QUEUE_HEADS:G_SEM_QUEUE_TAILS + GRANT_QUEUES] = -1  # every grant queue empty
     t.workers[:, W_STATE] = NEW
-    t.schedulers[:, [S_CUR, S_HEAD, S_TAIL]] = -1
-    t.latches[:, [L_QHEAD, L_QTAIL]] = -1
+    t.schedulers[:, [S_RUNNING_WORKER, S_RUNNABLE_HEAD, S_RUNNABLE_TAIL]] = -1
+    t.latches[:, [L_QUEUE_HEAD, L_QUEUE_TAIL]] = -1
     return State(words, t)

@@ -115,7 +115,7 @@ def program(values: dict[str, Any]) -> tuple[Program, int]:
 def _collect(values: dict[str, Any]):
     """What the run adds to ``Result.extra``: per-session times and where the time went."""
     def collect(final: state.State) -> dict[str, Any]:
-        elapsed = (final.worker_times[:, state.WF_TSTATE] - final.worker_times[:, state.WF_ARRIVE]) / 1000.0
+        elapsed = (final.worker_times[:, state.WF_STATE_SINCE] - final.worker_times[:, state.WF_ARRIVAL]) / 1000.0
         on_schedulers = float(final.worker_times[:, state.WF_CPU].sum()) / 1e6  # spinning in the kernel included (LPIM on)
         kernel = float(final.run_times[state.GF_OS_KERNEL]) / 1e6
         machine = on_schedulers + (kernel if values["lpim"] == "off" else 0.0)  # preemptive calls run off the schedulers
@@ -134,7 +134,7 @@ def _collect(values: dict[str, Any]):
             "sessions": pd.DataFrame({"session": np.arange(1, len(elapsed) + 1), "elapsed_ms": elapsed,
                                       "cpu_ms": final.worker_times[:, state.WF_CPU] / 1000.0,
                                       "kernel_cpu_ms": final.worker_times[:, state.WF_KERNEL] / 1000.0,
-                                      "os_wait_ms": final.worker_times[:, state.WF_OSWAIT] / 1000.0}),
+                                      "os_wait_ms": final.worker_times[:, state.WF_OS_WAIT] / 1000.0}),
         }
     return collect
 

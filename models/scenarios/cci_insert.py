@@ -231,7 +231,7 @@ def _collect(values: dict[str, Any]):
     def collect(final: state.State) -> dict[str, Any]:
         n, dop = values["queries"], values["maxdop"]
         coord = np.arange(n) * (dop + 1)
-        outcome = final.workers[coord, state.W_OUTCOME]
+        outcome = final.workers[coord, state.W_GRANT_OUTCOME]
         shares = worker_rows(values)
         rows = []
         for q, w in enumerate(coord):
@@ -241,16 +241,16 @@ def _collect(values: dict[str, Any]):
             ended = final.workers[w, state.W_STATE] == state.DONE
             rows.append({
                 "query": q + 1,
-                "start_ms": final.worker_times[w, state.WF_ARRIVE] / 1000.0,
-                "grant_wait_ms": final.worker_times[w, state.WF_GWAIT] / 1000.0,
+                "start_ms": final.worker_times[w, state.WF_ARRIVAL] / 1000.0,
+                "grant_wait_ms": final.worker_times[w, state.WF_GRANT_WAIT] / 1000.0,
                 "outcome": state.GRANT_OUTCOMES[outcome[q]],
                 "granted_mb": grant_mb(values) if done else 0.0,  # given back by FREE at the end: the grant, not what is left
                 "compressed_rowgroups": sum(g[0] for g in groups),
                 "delta_store_rowgroups": sum(g[1] for g in groups),
-                "elapsed_ms": (final.worker_times[w, state.WF_TSTATE] - final.worker_times[w, state.WF_ARRIVE]) / 1000.0 if ended else np.nan,
+                "elapsed_ms": (final.worker_times[w, state.WF_STATE_SINCE] - final.worker_times[w, state.WF_ARRIVAL]) / 1000.0 if ended else np.nan,
             })
         table = pd.DataFrame(rows)
-        n_log = int(final.run_cells[state.G_SEM_LOGN])
+        n_log = int(final.run_cells[state.G_SEM_LOG_USED])
         glog = final.glog[:n_log]
         return {
             "queries": table,

@@ -262,14 +262,14 @@ def _collect(values: dict[str, Any]):
         leaves = final.leaves[:n_leaves]
         rank = np.full(int(bt[state.BT_PAGES]), -1, dtype=np.int64)
         rank[leaves] = np.arange(n_leaves)
-        n = int(bt[state.BT_HEATN])
+        n = int(bt[state.BT_HEAT_USED])
         pages = final.heat[:n, 1].astype(np.int64)
         done = final.workers[:, state.W_STATE] == state.DONE
         # Sleeps are time away from SQL Server but for the commits' log flushes, which a query's duration holds.
         flushes_us = int(done.sum()) * (values["inserts_per_session"] // values["batch_rows"]) * values["log_flush_us"]
-        duration_us = float((final.worker_times[done, state.WF_TSTATE] - final.worker_times[done, state.WF_ARRIVE]
+        duration_us = float((final.worker_times[done, state.WF_STATE_SINCE] - final.worker_times[done, state.WF_ARRIVAL]
                              - final.worker_times[done, state.WF_SLEPT]).sum()) + flushes_us
-        rows = int(final.run_cells[state.G_UNITS])
+        rows = int(final.run_cells[state.G_UNITS_DONE])
         return {
             "rows": rows,
             "leaf_pages": n_leaves,
@@ -473,7 +473,7 @@ def model_rows_per_s(values: dict[str, Any]) -> float:
     """Rows per second of one run of the model at ``values`` (sized to CALIBRATION_ROWS rows)."""
     values = dict(values, **size_run(values, CALIBRATION_ROWS, 0.0))
     final = simulate(build(values), CALIBRATION_SEED).state
-    return float(final.run_cells[state.G_UNITS]) / float(final.run_times[state.GF_END]) * 1e6
+    return float(final.run_cells[state.G_UNITS_DONE]) / float(final.run_times[state.GF_END]) * 1e6
 
 
 def queue_cost(values: dict[str, Any], rows_per_s: float, steps: int = 10) -> tuple[float, float]:

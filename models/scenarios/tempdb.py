@@ -316,7 +316,7 @@ def _collect(values: dict[str, Any]):
             entry = by_kind[latch_kind(values, latch)]
             entry[0] += count
             entry[1] += ms
-            entry[2] += int(final.latches[latch, state.L_ACQ])
+            entry[2] += int(final.latches[latch, state.L_ACQUIRES])
         return {"page_waits": by_page,  # page -> (waits, wait ms)
                 "kind_waits": {k: tuple(v) for k, v in by_kind.items()}}  # kind -> (waits, wait ms, acquires)
 
