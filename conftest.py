@@ -5,17 +5,21 @@ loads an IPython start-up file that installs :mod:`tests.cpu_jitter`, unless
 ``LATCH_CPU_JITTER=0``.  The notebooks' stored outputs were computed without
 it, so nbval then fails on any stored number that carries a fit's or BLAS's
 last digits: the bug class of a CPU-dependent stored output, caught on any
-machine.  The site build (tests/test_site.py) runs with the jitter off.
+machine.  The site build runs no kernel: it shows the stored outputs.
+
+It also loads tests/nbval_prose.py, which extends nbval's comparison to the prose's stored inline values.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 JITTER_MODULE = Path(__file__).resolve().parent / "tests" / "cpu_jitter.py"
+PROSE_PLUGIN = Path(__file__).resolve().parent / "tests" / "nbval_prose.py"
 
 STARTUP = f'''\
 import os
@@ -30,7 +34,13 @@ if os.environ.get("LATCH_CPU_JITTER", "1") != "0":
 
 
 def pytest_configure(config) -> None:
-    """Point IPYTHONDIR of this process's future kernels at a profile whose start-up file installs the jitter."""
+    """Register the prose check beside nbval; point IPYTHONDIR of this process's future kernels at a profile
+    whose start-up file installs the jitter."""
+    if not config.pluginmanager.has_plugin("nbval_prose"):
+        spec = importlib.util.spec_from_file_location("nbval_prose", PROSE_PLUGIN)
+        plugin = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(plugin)
+        config.pluginmanager.register(plugin, "nbval_prose")
     if os.environ.get("LATCH_CPU_JITTER_DIR"):
         return
     ipython_dir = Path(tempfile.mkdtemp(prefix="latch-ipython-"))

@@ -1,16 +1,18 @@
 """Build the static site from clean, offline, with warnings as errors: the one build used by `make book` and the tests.
 
 Steps: vendor the offline assets (scripts/vendor_assets.py), delete _build,
-run ``jupyter-book build --all -W -n --keep-going .`` with
-``LATCH_BOOK_RENDER=site`` (so charts render through the page's own vega
-bundle, see models/book/render.py), then scan the built HTML for any script, style
-sheet, font or image loaded from outside the site. Exit status is non-zero on
-any failure.
+run ``jupyter-book build --all -W -n --keep-going .``, then scan the built HTML
+for any script, style sheet, font or image loaded from outside the site. Exit
+status is non-zero on any failure.
+
+No notebook runs: the pages show the notebooks' stored outputs (``execute_notebooks: "off"`` in
+_config.yml), the ones `make execute` writes and nbval in `make test` re-runs and compares. Their
+charts and the prose's inline values are put in the site's form by book/_ext/stored_outputs.py, which
+fails the build on an inline value the notebook does not store for its prose.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -53,11 +55,10 @@ def build(python: str = sys.executable) -> int:
     start = time.monotonic()
     subprocess.run([python, str(ROOT / "scripts" / "vendor_assets.py")], cwd=ROOT, check=True)
     shutil.rmtree(BUILD, ignore_errors=True)
-    env = dict(os.environ, LATCH_BOOK_RENDER="site", PYDEVD_DISABLE_FILE_VALIDATION="1")
     jb = Path(python).with_name("jupyter-book")
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "-W", "-n", "--keep-going", "."]
     print("+", " ".join(cmd), flush=True)
-    status = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    status = subprocess.run(cmd, cwd=ROOT).returncode
     if status != 0:
         print(f"site build FAILED (exit {status}): see the warnings above", file=sys.stderr)
         return status
