@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from models.book.analysis.your_server import ACTING_VALUES
+import models
 from models.cli import main
 from models.counters import evidence
 from models.fitting import fit as fitting
@@ -67,7 +67,7 @@ def test_modelled_captures_are_fitted_with_ranges_that_hold_the_truth_over_the_b
     assert f.scenario == known["scenario"] and not f.refusal, f.refusal
     fitted = {name: e for name, e in f.params.items() if e.basis == "fitted"}
     assert fitted and all(e.low <= e.estimate <= e.high for e in fitted.values())
-    acting = ACTING_VALUES.get(f.scenario, {})
+    acting = models.get_scenario(f.scenario).round_trip.acting
     for name, e in fitted.items():
         if name not in known["truth"] or (path.stem, name) in UNSEEN:
             continue

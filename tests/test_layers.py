@@ -8,12 +8,19 @@ layer (``models/book/``) sits on top of them, and inside it ``stored`` and
 ``sweep`` are at the bottom, the grids (``sweeps/``) and the chapters'
 computations (``analysis/``) above them, then ``charts`` (which draw data they
 are given), ``render`` and ``widgets``.  Every import counts, including the
-ones inside a function.
+ones inside a function.  The counters, the scenarios and the fitting never
+import the package's top, which imports them: they ask the registry,
+``models.scenarios``, which the top re-exports.
+
+The library reads no file of the repository, so that an installed package
+works anywhere; the book layer finds the book's folder through
+:func:`models.book.stored.book_root` alone.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
@@ -112,6 +119,10 @@ RULES = (
     Rule("counters (what a capture says) import neither the scenarios nor the fitting that both read them",
          lambda importer: _within(importer, "models.counters"),
          lambda target: _any_within(target, ("models.scenarios", "models.fitting"))),
+    Rule("the counters, scenarios and fitting never import the package's top, which imports them (they ask the "
+         "registry, models.scenarios)",
+         lambda importer: _any_within(importer, ("models.counters", "models.scenarios", "models.fitting")),
+         lambda target: target == "models"),
 )
 
 # (importer, target) pairs that break a rule on purpose, each with its reason.  An entry that no longer
@@ -159,7 +170,7 @@ def test_every_allowed_exception_is_still_needed():
 
 def test_the_rules_catch_a_breach():
     """The rules themselves, on made-up imports: each governs what it should and flags what it should."""
-    engine, outside, charts, analysis, stored, scenarios, counters = RULES
+    engine, outside, charts, analysis, stored, scenarios, counters, top = RULES
     assert engine.governs("models.engine.loop") and engine.breaks("models.workload")
     assert not engine.breaks("models.engine.state") and not engine.breaks("numpy")
     assert outside.governs("models.scenarios.convoy") and outside.breaks("models.book.stored")
@@ -173,3 +184,58 @@ def test_the_rules_catch_a_breach():
     assert not scenarios.breaks("models.counters.evidence") and not scenarios.governs("models.fitting.fit")
     assert counters.governs("models.counters.evidence") and counters.breaks("models.scenarios.base")
     assert counters.breaks("models.fitting.fit") and not counters.breaks("models.params")
+    assert top.governs("models.fitting.fit") and top.breaks("models") and not top.breaks("models.scenarios")
+    assert not top.governs("models.cli") and not top.governs("models.book.widgets")
+
+
+# Path parts of the repository that only the book layer may name, and only through models.book.stored.
+REPOSITORY_PARTS = ("book", "tests", "notebooks", "_vendor", "_build", "scripts")
+
+
+def repository_reads() -> list[str]:
+    """Every place a module climbs out of its package (``.parents``, ``.parent.parent``; only stored climbs, from
+    the working directory to the book's folder), and every path built from a repository folder's name outside
+    models/book, as 'file:line what'."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=where)):
+            if name != "models.book.stored" and isinstance(node, ast.Attribute) and (  # stored climbs from the cwd
+                    node.attr == "parents"
+                    or node.attr == "parent" and isinstance(node.value, ast.Attribute) and node.value.attr == "parent"):
+                found.append(f"{where}:{node.lineno} climbs out of its package (.{node.attr})")
+            if _within(name, BOOK):
+                continue
+            parts = []
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                parts = [node.left, node.right]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
+                    "Path", "joinpath", "open"):
+                parts = list(node.args)
+            for part in parts:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and \
+                        part.value.strip("/").split("/")[0] in REPOSITORY_PARTS:
+                    found.append(f"{where}:{node.lineno} builds a path in the repository ({part.value!r})")
+    return found
+
+
+def test_nothing_reads_the_repository_but_the_book_layer_through_stored():
+    """The library (models/ outside models/book) reads no file of the repository, so an installed package works
+    anywhere; the book layer finds the book's folder in one place (models.book.stored.book_root), never from
+    where its own file happens to be."""
+    found = repository_reads()
+    assert not found, "paths into the repository:\n  " + "\n  ".join(found)
+
+
+def test_the_repository_scan_sees_a_climb_and_a_path(tmp_path, monkeypatch):
+    """The scan itself, on a made-up module: a climb anywhere and a repository path outside the book are found."""
+    package = tmp_path / "models"
+    (package / "book").mkdir(parents=True)
+    (package / "reader.py").write_text("from pathlib import Path\nDATA = Path('x').parents[1] / 'book' / 'data'\n")
+    (package / "book" / "ok.py").write_text("from pathlib import Path\nDATA = Path('book') / 'data'\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    found = repository_reads()
+    assert any("reader.py:2 climbs" in f for f in found) and any("reader.py:2 builds" in f for f in found)
+    assert not any("ok.py" in f for f in found)

@@ -114,3 +114,68 @@ def test_the_catalogue_is_consistent() -> None:
     # A change two scenarios share is worded and checked alike in both.
     for name, offered in whatif.changes().items():
         assert len({(c.what, c.value, c.param) for _, c in offered}) == 1, name
+
+
+# ---------------------------------------------------------------- the round trips and the panels' facts
+
+def test_every_scenario_carries_its_round_trip_and_the_coverage_study_asks_it() -> None:
+    """Chapter 9's round trips and the coverage study's setups are the records' own: no table of them elsewhere."""
+    from models.book.analysis import tempdb_capture, your_server
+    from models.book.sweeps import coverage as study
+    from models.fitting import coverage
+
+    specs = models.scenarios()
+    assert all(spec.round_trip is not None for spec in specs.values()), "a scenario without its round trip"
+    assert list(study.SETUPS) == list(your_server.ROUND_TRIPS) == list(specs)
+    for name, spec in specs.items():
+        trip = spec.round_trip
+        assert your_server.ROUND_TRIPS[name] == (trip.values, trip.window)
+        assert study.SETUPS[name] == coverage.study_setup(name) == (dict(trip.values, **trip.study_values),
+                                                                    trip.window)
+        assert study.spread(name) == (study.SPREAD if trip.study_spread is None else trip.study_spread)
+    assert study.SETUPS["convoy"][0]["arrival_rate_per_s"] < specs["convoy"].round_trip.values["arrival_rate_per_s"]
+    assert your_server.EXAMPLE_PARAMS == specs[your_server.EXAMPLE_SCENARIO].round_trip.values
+    assert tempdb_capture.ROUND_TRIP == specs["tempdb"].round_trip.values
+    for module in ("models/book/sweeps/coverage.py", "models/book/sweeps/coverage_misspecified.py",
+                   "models/book/sweeps/coverage_realistic.py", "models/fitting/coverage.py"):
+        assert "ROUND_TRIPS" not in (ROOT / module).read_text(encoding="utf-8"), module
+
+
+def test_the_fit_is_scored_against_the_value_a_parameter_acts_with() -> None:
+    """cci-insert's round trip asks above the 25% cap: its record says the fit should find the grant (the cap)."""
+    from models.book.analysis import your_server
+
+    acting = models.get_scenario("cci-insert").round_trip.acting["grant_mb_per_dop"]
+    truth = your_server.round_trip_truth("cci-insert")
+    assert acting(truth) < truth["grant_mb_per_dop"]
+
+
+def test_a_round_trip_naming_no_parameter_of_its_scenario_fails_when_declared() -> None:
+    from models.scenarios.base import RoundTrip
+
+    with pytest.raises(ScenarioError, match="'toy': its round trip names 'rows'"):
+        dataclasses.replace(toy_scenario.SCENARIO, round_trip=RoundTrip(values={"rows": 3}))
+    with pytest.raises(ScenarioError, match="round_trip must be a RoundTrip"):
+        dataclasses.replace(toy_scenario.SCENARIO, round_trip={"workers": 3})
+
+
+def test_a_panel_draws_grants_from_what_the_scenario_says(toy) -> None:
+    """The grant chart reads the scenario's GrantView, and a scenario without grants gets no grant chart."""
+    from models.book import widgets
+
+    result = models.run("cci-insert", queries=2)
+    grants = models.get_scenario("cci-insert").grants(result)
+    assert grants.behaviour == result.params["behaviour"] and grants.target_mb > 0 and len(grants.log)
+    panel = widgets.Panel("cci-insert", knobs=["queries"], fixed={"queries": 2}, outputs=("grants",))
+    assert panel.last_error == "" and len(panel._charts(panel.last_result)) == 1
+    assert toy.grants is None
+    quiet = widgets.Panel("toy", knobs=["workers"], fixed={"rounds": 50}, outputs=("grants",))
+    assert quiet.last_error == "" and quiet._charts(quiet.last_result) == []
+
+
+def test_widgets_and_the_fitting_keep_no_scenario_table() -> None:
+    """No scenario's name anywhere in widgets.py or the fitting, docstrings included (the issue's grep)."""
+    names = set(models.scenarios())
+    for path in [ROOT / "models" / "book" / "widgets.py", *(ROOT / "models" / "fitting").glob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        assert not [name for name in names if f'"{name}"' in text], path.name

@@ -124,7 +124,7 @@ def test_nbval_kernels_run_on_another_cpu():
         reply = kc.execute_interactive("import numpy, scipy.optimize\n"
                                        "print(getattr(numpy.polyfit, '__cpu_jitter__', False),"
                                        " getattr(scipy.optimize.least_squares, '__cpu_jitter__', False))",
-                                       timeout=120, output_hook=out.append)
+                                       timeout=600, output_hook=out.append)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -150,3 +150,56 @@ def test_every_inline_expression_is_one_the_site_build_accepts():
                 bad += [f"{notebook.name}: {e}" for e in re.findall(r"\{eval\}`([^`]+)`", "".join(cell["source"]))
                         if not pattern.match(e)]
     assert not bad, "inline expressions the site build would refuse:\n" + "\n".join(bad)
+
+
+# ---------------------------------------------------------------- where the book's folder is: one rule
+
+def _book(folder: Path) -> Path:
+    """A folder that looks like the book's: its two Jupyter Book files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for marker in stored.BOOK_MARKERS:
+        (folder / marker).write_text("")
+    return folder
+
+
+def test_the_book_is_the_nearest_folder_above_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(stored.BOOK_ROOT_VARIABLE, raising=False)
+    book = _book(tmp_path / "book_root")
+    notebooks = book / "notebooks"
+    notebooks.mkdir()
+    monkeypatch.chdir(notebooks)  # a notebook runs here; the tests and the command line from the root
+    assert stored.book_root() == book.resolve()
+    assert stored.data_dir() == book.resolve() / "book" / "data"
+    assert stored.book_path("tests", "captures") == book.resolve() / "tests" / "captures"
+
+
+def test_the_variable_names_the_book_from_anywhere(tmp_path, monkeypatch):
+    book = _book(tmp_path / "elsewhere")
+    monkeypatch.setenv(stored.BOOK_ROOT_VARIABLE, str(book))
+    monkeypatch.chdir(tmp_path)
+    assert stored.book_root() == book.resolve()
+    monkeypatch.setenv(stored.BOOK_ROOT_VARIABLE, str(tmp_path))  # set on purpose, but not the book: no guessing
+    with pytest.raises(stored.BookNotFound, match=f"{stored.BOOK_ROOT_VARIABLE}=.* is not the book's folder"):
+        stored.book_root()
+
+
+def test_no_book_found_says_which_variable_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv(stored.BOOK_ROOT_VARIABLE, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert stored.find_book_root() is None
+    with pytest.raises(stored.BookNotFound, match=f"set {stored.BOOK_ROOT_VARIABLE} to its folder"):
+        stored.book_root()
+
+
+def test_the_book_layers_paths_ask_stored(tmp_path, monkeypatch):
+    """sweep's DATA_DIR, validation's tables and chapter 9's corpus are all in the folder stored names."""
+    from models.book import sweep
+    from models.book.analysis import your_server
+
+    book = stored.book_root()
+    assert sweep.DATA_DIR == stored.data_dir() == book / "book" / "data"
+    assert validation.GRID.parent == validation.SCORECARD.parent == stored.data_dir()
+    assert your_server.CORPUS == book / "tests" / "captures" and your_server.CORPUS.is_dir()
+    other = _book(tmp_path / "copy")
+    monkeypatch.setenv(stored.BOOK_ROOT_VARIABLE, str(other))
+    assert sweep.DATA_DIR == other.resolve() / "book" / "data"  # looked up when named, not at import

@@ -2,8 +2,7 @@
 
 One notebook line builds a panel::
 
-    widgets.panel("convoy", knobs=["arrival_rate_per_s", "hold_ms", "wakeup_us", "policy",
-                                   "quantum_ms", "schedulers"])
+    widgets.panel(scenario, knobs=["hold_ms", "wakeup_us", "policy", "quantum_ms", "schedulers"])
 
 Each knob becomes a slider or dropdown with the unit in its label and the
 range the chapter gives it (the catalogue's otherwise), or a slider over a
@@ -20,6 +19,10 @@ carries a short note (text/html and text/plain): JupyterLab shows the live
 widget, the site shows the note (with the site's myst-nb configuration
 dropping the widget-view mime type), and nbval compares only the note, which
 is the same at every execution.
+
+What a panel shows beyond the DMVs is the scenario's to say: a scenario whose
+queries ask for memory gives its grants (:attr:`Scenario.grants`), which the
+"grants" output draws.
 """
 
 from __future__ import annotations
@@ -37,9 +40,14 @@ import anywidget
 import ipywidgets as w
 import pandas as pd
 import traitlets
+from IPython.display import display
 
 import models
 from models.book import charts, render
+from models.book.analysis import your_server
+from models.book.stored import find_book_root
+from models.fitting import fit as fitting
+from models.fitting import whatif
 from models.params import check_name
 from models.scenarios.base import Scenario
 
@@ -100,10 +108,11 @@ _SITE_STUB = "export default { render() {} };"
 
 @functools.lru_cache(maxsize=1)
 def _chart_view_esm() -> str:
-    """The chart view's front end: the vega-embed bundle (as the site vendors it, else from vl-convert),
-    wrapped so it only sets window.vegaEmbed, then models/chart_view.js."""
-    vendored = Path(__file__).resolve().parents[2] / "book" / "_vendor" / "vega" / "vega-embed-bundle.js"
-    if vendored.is_file():
+    """The chart view's front end: the vega-embed bundle (as the book's site vendors it, when the book's folder is
+    found; else from vl-convert), wrapped so it only sets window.vegaEmbed, then models/book/chart_view.js."""
+    book = find_book_root()
+    vendored = book / "book" / "_vendor" / "vega" / "vega-embed-bundle.js" if book is not None else None
+    if vendored is not None and vendored.is_file():
         bundle = vendored.read_text(encoding="utf-8")
     else:
         import vl_convert
@@ -376,18 +385,18 @@ class Panel:
             out.append(charts.timeline(res, max_workers=self.timeline_workers))
         if "waits" in self.outputs:
             out.append(charts.wait_distribution({self.scenario: res}))
-        if "grants" in self.outputs and getattr(res, "queries", None) is not None:
-            e = res.extra
+        if "grants" in self.outputs and self.spec.grants is not None:
+            grants = self.spec.grants(res)
             out.append(charts.grant_timeline(
-                res.queries, e["grants"], behaviour=res.params["behaviour"], target_mb=e["target_mb"],
-                limit_mb=e["limit_mb"], title="The inserts and their memory grants",
-                caption=f"Each insert asks for {e['grant_mb']:,.0f} MB; blue bars wait for it."))
+                res.queries, grants.log, behaviour=grants.behaviour, target_mb=grants.target_mb,
+                limit_mb=grants.limit_mb, title="The inserts and their memory grants",
+                caption=f"Each insert asks for {grants.ask_mb:,.0f} MB; blue bars wait for it."))
         return out
 
     def _tables(self, res: Any) -> list[dict[str, Any]]:
         """The run's tables (the per-query one, then the DMVs) as Output-widget display_data records."""
         tables = []
-        if "grants" in self.outputs and getattr(res, "queries", None) is not None:
+        if "grants" in self.outputs and self.spec.grants is not None:
             tables.append((res.queries, "per insert (model)"))
         if "dmv" in self.outputs:
             for attr, title in (("latch_stats", "sys.dm_os_latch_stats"), ("wait_stats", "sys.dm_os_wait_stats"),
@@ -464,12 +473,6 @@ class SnapshotPanel:
 
     def analyse(self, source: Path | bytes, name: str) -> None:
         """Read, fit and show ``source``; any bad input ends as its message in the status line."""
-        from IPython.display import display
-
-        from models.book.analysis import your_server
-        from models.fitting import fit as fitting
-        from models.fitting import whatif
-
         self.output.clear_output()
         self.status.value = f"<p>fitting {html.escape(name)}…</p>"
         start = time.perf_counter()

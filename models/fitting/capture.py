@@ -14,16 +14,17 @@ from typing import Any, Callable
 
 import pandas as pd
 
-import models
 from models.counters.snapshot import DELTAS, INTERVAL_S, LATCH_SPINS, NUMBERS, Snapshot, point_in_time
 from models.params import MAX_SIM_MS, ParameterError, shown
+from models.result import Result
+from models.scenarios import get_scenario, run
 from models.scenarios.base import Scenario
 
 # The database a model's capture is read in: a user database (ids 1 to 4 are the system databases).
 MODEL_DATABASE = {"database": "latch_models", "database_id": 5}
 
 
-def _dmv_rows(spec: Scenario, values: dict[str, Any], result: models.Result, xevents: bool) -> list[dict[str, Any]]:
+def _dmv_rows(spec: Scenario, values: dict[str, Any], result: Result, xevents: bool) -> list[dict[str, Any]]:
     """A run's DMV tables as snapshot rows (cumulative from time 0)."""
     rows = []
     for row in result.latch_stats.itertuples(index=False):
@@ -45,19 +46,19 @@ def _dmv_rows(spec: Scenario, values: dict[str, Any], result: models.Result, xev
     return [row for row in rows if row["source"] != "setting"]
 
 
-def _setting_rows(spec: Scenario, values: dict[str, Any], result: models.Result) -> dict[str, Any]:
+def _setting_rows(spec: Scenario, values: dict[str, Any], result: Result) -> dict[str, Any]:
     """The settings a scenario's capture states itself (its version, its memory model): rows of source setting."""
     return {row["name"]: row["value"] for row in spec.capture.rows(values, result) if row["source"] == "setting"}
 
 
 def _run_until(scenario: str, params: dict[str, Any], end_ms: float | None,
-               progress: Callable[[float], None] | None = None) -> models.Result:
+               progress: Callable[[float], None] | None = None) -> Result:
     """The scenario run up to ``end_ms`` of simulated time (None: to its end); a cut-off run is what is wanted."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the time bound is the snapshot's second read
         if end_ms is None:
-            return models.run(scenario, progress=progress, **params)
-        return models.run(scenario, max_sim_ms=end_ms, progress=progress, **params)
+            return run(scenario, progress=progress, **params)
+        return run(scenario, max_sim_ms=end_ms, progress=progress, **params)
 
 
 def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_s: float | None = None,
@@ -72,7 +73,7 @@ def from_model(scenario: str, params: dict[str, Any] | None = None, *, interval_
     passed to the longer run (models.run calls it once the input has passed its checks).
     """
     params = dict(params or {})
-    spec = models.get_scenario(scenario)
+    spec = get_scenario(scenario)
     latest_s = MAX_SIM_MS / 1000.0  # the second read is a run cut off there
     if isinstance(start_s, bool) or not (isinstance(start_s, (int, float)) and 0 <= start_s < latest_s):
         raise ParameterError(f"start_s={shown(start_s)} is out of range: use a number of seconds from 0 to below "

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-import models
+from models.counters.evidence import FitError
 from models.fitting import fit as fitting
 from models.fitting.capture import from_model
-from models.counters.evidence import FitError
 from models.params import ParameterError
+from models.scenarios import get_scenario
 
 STUDY_SEED = 20_261_125  # the draws of true values: trip k uses numpy's generator seeded [STUDY_SEED, k]
 UNKNOWN_SEED = 20_261_128  # ... and of the values the fit is not told (draw_unknown): [UNKNOWN_SEED, k]
@@ -41,9 +42,18 @@ SUMMARY_COLUMNS = ["scenario", "parameter", "trips", "refused", "widened", "fitt
                    "median_half_width_rel", "level", "replicates", "seconds_per_trip", "band_coverage"]
 
 
+def study_setup(scenario: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """The setup the study draws true values around and the window its captures read: the scenario's round trip
+    (:class:`models.scenarios.base.RoundTrip`), with the study's changes to it."""
+    trip = get_scenario(scenario).round_trip
+    if trip is None:
+        raise ParameterError(f"scenario={scenario!r} has no round trip to draw around: give its Scenario a round_trip")
+    return trip.study_setup(), dict(trip.window)
+
+
 def fitted_names(scenario: str, base: dict[str, Any], window: dict[str, float]) -> list[str]:
     """The parameters the fit estimates from a snapshot of the model at ``base`` (over ``window``)."""
-    spec = models.get_scenario(scenario)
+    spec = get_scenario(scenario)
     snap = _snapshot(scenario, base, window)
     setup = fitting.assumed_setup(spec, None)
     return list(spec.estimate(snap, dict(setup, **{k: v for k, v in base.items() if k in setup})).fitted)
@@ -56,7 +66,7 @@ def draw_truth(scenario: str, base: dict[str, Any], names: list[str], spread: fl
     The base value is the setup's or the scenario's default; a draw is held within the catalogue's range
     and rounded when the parameter is a whole number.
     """
-    spec = models.get_scenario(scenario)
+    spec = get_scenario(scenario)
     truth = dict(base)
     for name in names:
         p = spec.param(name)
@@ -88,7 +98,8 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
     The snapshot is the model at ``truth`` with ``seed``; the fit names the scenario and assumes every
     parameter it does not estimate (``names``) at its true value.  ``true_values`` gives, for a parameter
     whose set value the snapshot cannot show whole (a memory grant asked above its cap shows as the cap),
-    the value it acts with, as a function of every parameter's true value.  A refused fit is one row with
+    the value it acts with, as a function of every parameter's true value (None: the scenario's round trip's
+    ``acting``).  A refused fit is one row with
     the reason in ``refused``.  ``assume_instead`` gives values the fit assumes in place of the true ones (a
     misspecified fit: the snapshot written with one CPU distribution, say, and fitted assuming another).
     ``dress`` lays a busy server's background over the snapshot (a realistic capture); the fit then diagnoses
@@ -96,7 +107,9 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
     true value wrote the snapshot but is not told to the fit (it assumes the scenario's default): the values a
     capture cannot tell, which the fit's bands must cover.
     """
-    spec = models.get_scenario(scenario)
+    spec = get_scenario(scenario)
+    if true_values is None and spec.round_trip is not None:
+        true_values = spec.round_trip.acting
     snap = _snapshot(scenario, dict(truth, seed=seed), window)
     assume = {k: v for k, v in truth.items() if k not in names and k != "seed" and k not in unknown}
     assume.update(assume_instead or {})
@@ -141,8 +154,6 @@ def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trip
     checks a widening on trips it was not derived from; ``assume_instead`` makes every fit misspecified
     (:func:`round_trip`); ``draw_unknown`` draws values the snapshot is written with but the fit is not told.
     """
-    import time
-
     names = fitted_names(scenario, base, window)
     rows: list[dict[str, Any]] = []
     began = time.perf_counter()

@@ -11,7 +11,7 @@ with a :class:`ScenarioError` that names the scenario and the fact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable
 
 from models.params import MAX_DOP, MAX_SCHEDULERS, MAX_SESSIONS, Param
@@ -126,6 +126,38 @@ class Band:
         return (self.low * value, self.high * value) if self.relative else (self.low, self.high)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RoundTrip:
+    """A known setup of the scenario and the window its capture reads: chapter 9 fits a capture of it, and the
+    fit's coverage study draws true values around it and counts how often the fit's ranges hold them."""
+
+    values: dict[str, Any]  # the parameters the setup sets (the others at the scenario's defaults)
+    window: dict[str, float] = field(default_factory=dict)  # the capture's start_s and interval_s ({}: from_model's)
+    # Parameter -> the value it acts with, from every true value, where a capture cannot show the one set (a grant
+    # asked above its cap acts as the cap): the round trips and the coverage study score the fit against it.
+    acting: dict[str, Callable[[dict[str, Any]], float]] = field(default_factory=dict)
+    # The coverage study's changes to ``values``, where a draw around the setup would leave the model's range
+    # (an open latch drawn past saturation has no steady state to fit).
+    study_values: dict[str, Any] = field(default_factory=dict)
+    study_spread: float | None = None  # the study's spread of true values about the setup (None: the study's own)
+
+    def study_setup(self) -> dict[str, Any]:
+        """The setup the coverage study draws around: :attr:`values` with :attr:`study_values` over them."""
+        return dict(self.values, **self.study_values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrantView:
+    """A run's memory grants as a live panel draws them: the semaphore's log (time_ms, granted_mb, waiters), its
+    target and limit, what each query asks for, and what a query forced to its minimum grant does."""
+
+    log: Any            # a DataFrame: the granted memory and the waiters over time
+    target_mb: float    # the semaphore's target
+    limit_mb: float     # the memory it may grant at most
+    ask_mb: float       # each query's grant request
+    behaviour: str      # the run's value of the parameter that says what a forced query does
+
+
 _REQUIRED: Any = object()  # a fact's default only so that a forgotten one is named by Scenario, not by dataclasses
 
 
@@ -160,6 +192,8 @@ class Scenario:
     # Values the fit assumes where they differ from the model's defaults (name, value): what a capture leaves open
     # is assumed at the end its one-way checks accept (tempdb's one page per object), not at the chapter's value.
     fit_defaults: tuple[tuple[str, Any], ...] = ()
+    round_trip: RoundTrip | None = None  # a known setup that chapter 9 and the coverage study fit (None: none)
+    grants: Callable[[Result], GrantView] | None = None  # a run's memory grants for a panel (None: it asks for none)
 
     def __post_init__(self) -> None:
         missing = [fact.name for fact in fields(self) if getattr(self, fact.name) is _REQUIRED]
@@ -202,6 +236,17 @@ class Scenario:
                                     f"{most[entry.name]:,} a snapshot may hold (models.params)")
         if not self.reported_waits:
             raise ScenarioError(f"scenario {self.name!r} reports no waits: name the latch family or wait types")
+        if self.round_trip is not None and not isinstance(self.round_trip, RoundTrip):
+            raise ScenarioError(f"scenario {self.name!r}: round_trip must be a RoundTrip, not "
+                                f"{type(self.round_trip).__name__}")
+        if self.grants is not None and not callable(self.grants):
+            raise ScenarioError(f"scenario {self.name!r}: grants must be a function of a Result, or None")
+        if self.round_trip is not None:
+            named = {*self.round_trip.values, *self.round_trip.acting, *self.round_trip.study_values}
+            unknown = sorted(named - names - {"seed"})
+            if unknown:
+                raise ScenarioError(f"scenario {self.name!r}: its round trip names {', '.join(map(repr, unknown))}, "
+                                    "which are not its parameters")
 
     def param(self, name: str) -> Param:
         """The catalogue entry called ``name``."""

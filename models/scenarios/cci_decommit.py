@@ -45,7 +45,7 @@ from models.engine.program import DISTRIBUTIONS, OS_PREEMPTIVE, OS_SPIN, Program
 from models.counters import evidence
 from models.counters.snapshot import ROWGROUPS_COMPRESSED, Snapshot
 from models.params import Param, ParameterError, scheduling_params
-from models.scenarios.base import Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import Capture, Change, DiagnosisRule, RoundTrip, Scenario, Throughput
 from models.scenarios.cci_insert import NOT_KNOWN, ROWGROUP_ROWS
 from models.workload import Workload
 
@@ -290,4 +290,6 @@ SCENARIO = Scenario(
                             claims=claims),
     estimate=estimate, size_run=size_run, size_params=("rowgroups",),
     changes=(Change(name="lock-pages", what="lock pages in memory", value="", sets=lambda fitted, given: {"lpim": "on"}),),
+    round_trip=RoundTrip(values={"lpim": "off", "sessions": 24, "schedulers": 24, "rowgroups": 2},
+                         window={"start_s": 2.0, "interval_s": 10.0}),
 )

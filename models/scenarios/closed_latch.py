@@ -17,7 +17,7 @@ from models.engine.program import DISTRIBUTIONS, EX, Program
 from models.counters import evidence
 from models.counters.snapshot import Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Capture, DiagnosisRule, Scenario, Throughput, no_rows
+from models.scenarios.base import Capture, DiagnosisRule, RoundTrip, Scenario, Throughput, no_rows
 from models.workload import LatchSpec, Workload
 
 PARAMS = (
@@ -114,4 +114,5 @@ SCENARIO = Scenario(
     diagnosis=DiagnosisRule(label="LATCH_EX", looks_like="LATCH_EX on another class: one acquire per batch, or many",
                             rank=7, claims=claims),
     estimate=estimate, size_run=size_run, size_params=("acquires",), changes=(),
+    round_trip=RoundTrip(values={"workers": 16, "acquires": 40_000}),
 )

@@ -66,7 +66,8 @@ from models.counters.snapshot import BATCHES, TRANSACTIONS, Snapshot
 from models.params import MAX_SESSIONS, Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
 from models.scenarios.base import (
-    OTHER_IN_DATABASE, Band, Capture, Change, DiagnosisRule, Scenario, Throughput, database_share_band, wakeup_band,
+    OTHER_IN_DATABASE, Band, Capture, Change, DiagnosisRule, RoundTrip, Scenario, Throughput, database_share_band,
+    wakeup_band,
 )
 from models.workload import IndexSpec, LatchSpec, Workload, simulate
 
@@ -636,6 +637,15 @@ CHANGES = (
            sets=lambda fitted, given: {"batch_rows": int(given) if given is not None else 10}),
 )
 
+# The round trip (chapter 9's example capture): the calibration the fit assumes (these defaults, every value a
+# capture's command line should show named), 1,000 rows a session, read for 5 s from 0.5 s into the run.
+ROUND_TRIP_PARAMS = ("sessions", "inserts_per_session", "schedulers", "row_bytes", "think_us", "cpu_before_us",
+                     "cpu_under_us", "log_flush_us", "contender_cost_us", "new_page_us", "alloc_us", "move_row_us")
+ROUND_TRIP = RoundTrip(
+    values={name: 1_000 if name == "inserts_per_session" else next(p.default for p in PARAMS if p.name == name)
+            for name in ROUND_TRIP_PARAMS},
+    window={"start_s": 0.5, "interval_s": 5.0})
+
 
 SCENARIO = Scenario(
     name="last-page-insert", doc=__doc__.strip().splitlines()[0], params=PARAMS, build=build, check=check,
@@ -651,4 +661,5 @@ SCENARIO = Scenario(
         wakeup_band(*WAKEUP_BAND_US),
         LOG_FLUSH_BAND,
     ),
+    round_trip=ROUND_TRIP,
 )

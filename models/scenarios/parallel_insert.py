@@ -31,7 +31,9 @@ from models.engine.program import DISTRIBUTIONS, EX, EXPONENTIAL, FIXED, Program
 from models.counters import evidence
 from models.counters.snapshot import Snapshot
 from models.params import MAX_DOP, Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import LOWER_MAXDOP, Band, Capture, Change, DiagnosisRule, Scenario, Throughput
+from models.scenarios.base import (
+    LOWER_MAXDOP, Band, Capture, Change, DiagnosisRule, RoundTrip, Scenario, Throughput,
+)
 from models.workload import LatchSpec, Workload
 
 EXTENT_PAGES = 8
@@ -371,4 +373,5 @@ SCENARIO = Scenario(
     bands=(Band(param="cpu_per_log_record_us", low=0.0, high=10.0,
                 what="the CPU of a log record apart from its rows'",
                 measure="inserts of two row sizes (the time per record against the rows per record)"),),
+    round_trip=RoundTrip(values={"maxdop": 16, "hold_us": 6.0}, window={"start_s": 0.02, "interval_s": 0.1}),
 )

@@ -49,11 +49,20 @@ from typing import Any
 import numpy as np
 
 from models.calibration import WAKEUP_BAND_US
+from models.counters import advice, evidence
+from models.counters.evidence import MISSING, FitError
+from models.counters.snapshot import (
+    ACTIVE_TEMP_TABLES, BATCHES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TRANSACTIONS, VERSION_CLEANUP_KB,
+    VERSION_KB, VERSION_STORE_KB,
+)
 from models.engine import state
 from models.engine.program import DISTRIBUTIONS, EX, SH, UP, Program
 from models.params import Param, ParameterError, common_params, latch_knobs
-from models.scenarios.base import Band, Capture, Change, DiagnosisRule, Scenario, Throughput, wakeup_band
-from models.workload import LatchSpec, Workload
+from models.result import build as result_of
+from models.scenarios.base import (
+    Band, Capture, Change, DiagnosisRule, RoundTrip, Scenario, Throughput, wakeup_band,
+)
+from models.workload import LatchSpec, Workload, simulate
 
 PAGES_PER_EXTENT = 8
 MIXED_PAGES = 8             # before 2016 (no trace flag 1118), an object's first eight pages come from mixed extents
@@ -425,8 +434,6 @@ def version_of(text: str | None) -> tuple[str | None, str]:
 
 def _metadata_setting(snap: Any, version: str) -> tuple[str, str]:
     """latched or memory-optimized, from the tempdb_metadata_memory_optimized setting, and how it was read."""
-    from models.counters.evidence import MISSING, FitError
-
     flag = snap.setting("tempdb_metadata_memory_optimized")
     if flag is None:
         if VERSIONS[version].memory_optimized_ok:
@@ -448,8 +455,6 @@ def page_moments(snap: Any) -> tuple[dict[str, float], dict[str, float], float]:
     page latch wait time, which sys.dm_os_wait_stats gives for the whole instance (every PAGELATCH mode).  GAM and
     SGAM pages are one kind (``gam_us`` holds both).
     """
-    from models.counters import evidence
-
     pages = evidence.waited_pages(snap)
     total = sum(p.waiters for p in pages)
     waits = snap.table("wait")
@@ -473,9 +478,6 @@ def calibration_seed(created: float) -> int:
 def model_moments(values: dict[str, Any], objects_per_s: float) -> tuple[float, float, dict[str, float]]:
     """(temporary objects per second, scheduler busy ms per second, page latch wait ms per second by kind) of one
     run of the model at ``values``."""
-    from models.result import build as result_of
-    from models.workload import simulate
-
     values = dict(values, window_ms=_window_ms(values, CALIBRATION_OBJECTS / max(objects_per_s, 1.0) * 1000.0))
     result = result_of(simulate(build(values), values["seed"]), "tempdb", values, values["seed"])
     seconds = result.elapsed_ms / 1000.0
@@ -511,8 +513,6 @@ def calibrate(values: dict[str, Any], objects_per_s: float, waits: dict[str, flo
     and how close it came is said (and returned: the worst moment's miss, in log).  The time off the scheduler
     is kept above THINK_FLOOR_US (log space has no 0).
     """
-    from models.counters.evidence import FitError
-
     think = busy_ms_per_s is not None
     names = ("cpu_per_object_us", *(("think_us",) if fit_think else ()), *holds)
     kinds = [kind for kind, hold in HOLD_OF.items() if hold in holds]
@@ -585,13 +585,6 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
     shares of the instance's PAGELATCH wait time).  A kind with no waiters, or latched shared on this version,
     tells nothing of its hold: it is assumed at the model's value and banded.
     """
-    from models.counters import evidence
-    from models.counters.evidence import MISSING, FitError
-    from models.counters.snapshot import (
-        ACTIVE_TEMP_TABLES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, VERSION_CLEANUP_KB, VERSION_KB,
-        VERSION_STORE_KB,
-    )
-
     settings: dict[str, tuple[Any, str]] = {}
     assumed: dict[str, tuple[str, str]] = {}
     caveats: list[str] = []
@@ -791,8 +784,6 @@ def estimate(snap: Any, setup: dict[str, Any]) -> Any:
 def claims(clue: Any) -> list[str] | None:
     """PAGELATCH waits whose sampled waiters are at least half on tempdb's pages: allocation pages (PFS, GAM,
     SGAM) and its system tables' pages (metadata) alike."""
-    from models.counters import evidence
-
     if clue.family == "PAGELATCH" and evidence.tempdb_share(clue.snap) >= 0.5:
         return evidence.tempdb_pages_seen(clue.snap)
     return None
@@ -801,8 +792,6 @@ def claims(clue: Any) -> list[str] | None:
 def standard_advice(snap: Any) -> list[str]:
     """Microsoft's tempdb advice read against the capture's file count, schedulers and version (named first: the
     rule's rank is 0, as the tempdb refusal it replaces came before every rule)."""
-    from models.counters import advice
-
     return advice.tempdb_advice(snap)
 
 
@@ -813,11 +802,6 @@ def capture_rows(values: dict[str, Any], result: Any) -> list[dict[str, Any]]:
     no temporary table waits for deferred destruction and no version is kept (the model has neither); tempdb's
     files (of equal size), metadata setting and version as the capture script prints them.  Active Temp Tables
     is left out: it is the instance's, and the model does not say how many objects other work holds."""
-    from models.counters.snapshot import (
-        BATCHES, TEMP_TABLES_CREATED, TEMP_TABLES_FOR_DESTRUCTION, TRANSACTIONS, VERSION_CLEANUP_KB, VERSION_KB,
-        VERSION_STORE_KB,
-    )
-
     units = float(result.extra.get("units", 0))
     share = float(cached_rate(values["cached_share"]))
     rows = [{"source": "counter", "name": BATCHES, "count": units},
@@ -919,4 +903,13 @@ SCENARIO = Scenario(
     # latch acquires, waits and switches than one, never fewer), where the chapter's eight would be contradicted by
     # a server whose objects fill one page.
     fit_defaults=(("pages_per_object", 1),),
+    # A SQL Server 2019 server with 8 tempdb data files and its system tables on pages, 64 sessions on 16 schedulers
+    # creating a one-page temporary table a batch (every physics parameter given, so that a change of the defaults
+    # leaves it as it is), read twice after the model's warm-up.  Illustrative, not a source's.
+    round_trip=RoundTrip(
+        values=dict(version="2019", metadata="latched", files=8, sessions=64, schedulers=16, cached_share=0.0,
+                    pages_per_object=1, cpu_per_object_us=500.0, think_us=0.0, pfs_us=10.0, gam_us=5.0,
+                    metadata_us=25.0, hold_dist="fixed", metadata_cpu_us=0.0, metadata_pages=1, window_ms=3_000.0,
+                    quantum_ms=4.0, policy="unfair", context_switch_us=2.0, wakeup_us=7.7, seed=45),
+        window={"start_s": 0.3, "interval_s": 2.0}),
 )

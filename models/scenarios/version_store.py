@@ -44,7 +44,7 @@ from models.counters.snapshot import TRANSACTIONS, VERSION_KB, Snapshot
 from models.params import Param, ParameterError, common_params, latch_knobs
 from models.calibration import WAKEUP_BAND_US
 from models.scenarios.base import (
-    Band, Capture, Change, DiagnosisRule, Scenario, Throughput, database_share_band, wakeup_band,
+    Band, Capture, Change, DiagnosisRule, RoundTrip, Scenario, Throughput, database_share_band, wakeup_band,
 )
 from models.result import build as result_of
 from models.workload import LatchSpec, Workload, simulate
@@ -384,4 +384,5 @@ SCENARIO = Scenario(
              what="the extra hold of an append that starts a new version-store page",
              measure="a latch hold-time trace (no DMV splits the hold)"),
     ),
+    round_trip=RoundTrip(values={"connections": 6, "row_bytes": 9_000}, window={"start_s": 0.05, "interval_s": 0.4}),
 )

@@ -22,16 +22,11 @@ from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import Snapshot
+from models.scenarios import tempdb
 
-# The values of the chapter's round trip: a SQL Server 2019 server with 8 tempdb data files and its system
-# tables on pages, 64 sessions on 16 schedulers creating a one-page temporary table a batch (every physics
-# parameter given, so that a change of the scenario's defaults leaves it as it is).  Illustrative, not a source's.
-ROUND_TRIP: dict[str, Any] = dict(
-    version="2019", metadata="latched", files=8, sessions=64, schedulers=16, cached_share=0.0, pages_per_object=1,
-    cpu_per_object_us=500.0, think_us=0.0, pfs_us=10.0, gam_us=5.0, metadata_us=25.0, hold_dist="fixed",
-    metadata_cpu_us=0.0, metadata_pages=1, window_ms=3_000.0, quantum_ms=4.0, policy="unfair",
-    context_switch_us=2.0, wakeup_us=7.7, seed=45)
-WINDOW = {"start_s": 0.3, "interval_s": 2.0}  # the capture's two reads, after the model's warm-up
+# The values of the chapter's round trip and the capture's two reads: the tempdb scenario's own (its round_trip).
+ROUND_TRIP: dict[str, Any] = dict(tempdb.SCENARIO.round_trip.values)
+WINDOW = dict(tempdb.SCENARIO.round_trip.window)
 
 
 @dataclass

@@ -10,24 +10,26 @@ checks the file is what :func:`example_snapshot` writes.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from scipy.stats import binomtest
 
 import models
-from models.book.analysis import hot_page, tempdb_capture
-from models.book.stored import FITTED, significant
+from models.book.analysis import hot_page
+from models.book.stored import FITTED, book_path, significant
 from models.book.sweep import DATA_DIR
+from models.book.sweep import write_table
+from models.counters.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
 from models.files import write_text_atomic
 from models.fitting import coverage
 from models.fitting import fit as fitting
 from models.fitting import whatif
 from models.fitting.capture import from_model
-from models.counters.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
-from models.scenarios import cci_insert
 
 EXAMPLE = DATA_DIR / "example_snapshot.csv"
 COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writes it (models/book/sweeps/coverage.py)
@@ -40,7 +42,7 @@ REALISTIC_BANDS = DATA_DIR / "coverage_realistic_bands.csv"  # its variant with 
 # A DBA's capture of a busy instance: the hot page under the DBA's names, other work, no extended events
 # (scripts/make_captures.py writes it beside its copy in the test corpus, tests/captures/hot_page_busy_instance.csv).
 DBA_CAPTURE = DATA_DIR / "dba_capture.csv"
-CORPUS = DATA_DIR.parent.parent / "tests" / "captures"  # the captures the fit is judged on, each with its truth
+CORPUS = book_path("tests", "captures")  # the captures the fit is judged on, each with its truth
 
 
 def _fitted(x: Any) -> Any:
@@ -63,32 +65,15 @@ def ranged(estimate: float, low: float, high: float) -> tuple[float, float, floa
 
 
 EXAMPLE_SCENARIO = "last-page-insert"
-# The fit's calibration (the scenario's defaults: chapter 5's as issue 41 left it), 1,000 rows a session.
-EXAMPLE_PARAMS: dict[str, Any] = {
-    name: 1_000 if name == "inserts_per_session" else models.get_scenario(EXAMPLE_SCENARIO).param(name).default
-    for name in ("sessions", "inserts_per_session", "schedulers", "row_bytes", "think_us", "cpu_before_us",
-                 "cpu_under_us", "log_flush_us", "contender_cost_us", "new_page_us", "alloc_us", "move_row_us")}
-EXAMPLE_WINDOW = {"start_s": 0.5, "interval_s": 5.0}
+# The example is the hot page's round trip (its record's): the fit's calibration, 1,000 rows a session.
+EXAMPLE_PARAMS: dict[str, Any] = dict(models.get_scenario(EXAMPLE_SCENARIO).round_trip.values)
+EXAMPLE_WINDOW: dict[str, float] = dict(models.get_scenario(EXAMPLE_SCENARIO).round_trip.window)
 
-# One known setup per scenario, each read over a window of its run, for the chapter's table of round trips.
+# One known setup per scenario, each read over a window of its run, for the chapter's table of round trips: each
+# scenario's own (Scenario.round_trip), as (values, window).
 ROUND_TRIPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
-    "convoy": ({"arrival_rate_per_s": 420.0, "wakeup_us": 7.7, "context_switch_us": 2.0}, {}),
-    "closed-latch": ({"workers": 16, "acquires": 40_000}, {}),
-    "parallel-insert": ({"maxdop": 16, "hold_us": 6.0}, {"start_s": 0.02, "interval_s": 0.1}),
-    "last-page-insert": (EXAMPLE_PARAMS, EXAMPLE_WINDOW),
-    "version-store": ({"connections": 6, "row_bytes": 9_000}, {"start_s": 0.05, "interval_s": 0.4}),
-    "cci-insert": ({}, {}),
-    "cci-decommit": ({"lpim": "off", "sessions": 24, "schedulers": 24, "rowgroups": 2},
-                     {"start_s": 2.0, "interval_s": 10.0}),
-    "tempdb": (tempdb_capture.ROUND_TRIP, tempdb_capture.WINDOW),
-}
-
-
-# The value a parameter acts with, where the snapshot cannot show the one set: a grant asked above the 25% cap is
-# granted the cap, so the fit finds (and its range should hold) the grant, not the ask.  The round trips and the
-# coverage study (models/book/sweeps/coverage.py) both score the fit against it.
-ACTING_VALUES: dict[str, coverage.TrueValues] = {
-    "cci-insert": {"grant_mb_per_dop": lambda truth: cci_insert.grant_mb(truth) / truth["maxdop"]}}
+    name: (dict(spec.round_trip.values), dict(spec.round_trip.window))
+    for name, spec in models.scenarios().items() if spec.round_trip is not None}
 
 
 def _command(scenario: str, params: dict[str, Any], window: dict[str, float]) -> str:
@@ -259,8 +244,9 @@ def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.
             if name == "wakeup_us":  # the hand-off is fitted whole; its split with the switch is assumed
                 shift = f.params["context_switch_us"].estimate
                 true, label = truth[name] + truth["context_switch_us"], "wakeup_us + context_switch_us"
-            if name in ACTING_VALUES.get(scenario, {}):  # the value it acts with, not the one set (see ACTING_VALUES)
-                true = ACTING_VALUES[scenario][name](truth)
+            acting = models.get_scenario(scenario).round_trip.acting
+            if name in acting:  # the value it acts with, not the one set (see RoundTrip.acting)
+                true = acting[name](truth)
             estimate, low, high = ranged(e.estimate + shift, e.low + shift, e.high + shift)
             params.append({"scenario": scenario, "parameter": label, "true": true,
                            "fitted": estimate, "low": low, "high": high,
@@ -365,8 +351,6 @@ def cpu_under_both_ways(written: tuple[float, ...] = CPU_UNDER_WRITTEN, values: 
 
 def write_cpu_under_test(path: Path = CPU_UNDER_TEST) -> Path:
     """Store :func:`cpu_under_both_ways` (``python -m models sweep cpu_under_test``), whole or not at all."""
-    from models.book.sweep import write_table
-
     return write_table(cpu_under_both_ways(), path)
 
 
@@ -483,8 +467,6 @@ def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:
 
 def clopper_pearson(covered: int, trips: int, level: float = 0.95) -> tuple[float, float]:
     """The exact (Clopper-Pearson) binomial interval of a share ``covered`` of ``trips`` at ``level``."""
-    from scipy.stats import binomtest
-
     ci = binomtest(int(covered), int(trips)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
 
@@ -560,8 +542,6 @@ def bands_table() -> pd.DataFrame:
 
 def corpus_frame(root: Path = CORPUS) -> pd.DataFrame:
     """Every capture of the corpus: where it comes from, the diagnosis its truth expects, and what the tool said."""
-    import json
-
     rows = []
     for path in sorted([*root.glob("*.csv"), *(root / "published").glob("*.csv")]):
         known = json.loads(path.with_suffix(".truth.json").read_text())

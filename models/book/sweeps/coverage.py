@@ -2,8 +2,8 @@
 
 For every scenario with a diagnosis rule, :data:`TRIPS` round trips
 (:mod:`models.fitting.coverage`): true values of the fitted parameters drawn
-log-uniformly within a factor ``1 + spread`` of chapter 9's round-trip setup
-(:data:`models.book.analysis.your_server.ROUND_TRIPS`), a snapshot of the model
+log-uniformly within a factor ``1 + spread`` of the scenario's round trip, chapter 9's
+(:attr:`models.scenarios.base.Scenario.round_trip`), a snapshot of the model
 at them with a seed of its own, a fit with the scenario named and every other
 parameter assumed at its true value, and a count of the ranges that hold the
 truth.  ``book/data/coverage.csv`` holds one row per scenario and fitted
@@ -13,9 +13,10 @@ it (:func:`models.fitting.coverage.needed_inflation`); the stored trips start
 at :data:`FIRST_TRIP`, so the table checks the widening on trips it was not
 derived from.
 
-The convoy's setup is run at 360 requests per second (not chapter 9's 420),
-so that a draw 15% up in rate and hold still leaves the latch below
-saturation: above it the open model has no steady state to fit.
+Where a draw around the round trip would leave the model's range, its record
+says how the study moves it (the convoy runs at 360 requests per second, not
+chapter 9's 420, with a spread of 15%, so that the latch stays below
+saturation: above it the open model has no steady state to fit).
 
 Run it with ``python -m models sweep coverage`` (one process; ``--quick``
 runs a few trips of each scenario).
@@ -28,21 +29,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
+from tqdm import tqdm
 
-from models.book.analysis.your_server import ACTING_VALUES, ROUND_TRIPS
 from models.book.sweep import DATA_DIR, Study, write_table
 from models.fitting import coverage
+from models.scenarios import CATALOGUE
 
 TRIPS = 120          # round trips per scenario (at least 100: a 95% share of 120 has a binomial error of 2 points)
 QUICK_TRIPS = 4      # the quick version's, for tests
 FIRST_TRIP = 1000    # trips 1000 on: fresh draws and seeds, not the trips 0-119 the fit's INFLATION was derived from
-SPREAD = 0.25        # true values drawn within a factor 1.25 of the setup's, either way
-SPREADS = {"convoy": 0.15}  # an open latch: kept below saturation (see the module docstring)
-# The value a parameter acts with, where the snapshot cannot show the one set (the grant at its cap): one home,
-# shared with chapter 9's round-trip table.
-TRUE_VALUES: dict[str, coverage.TrueValues] = ACTING_VALUES
-SETUPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = dict(ROUND_TRIPS)
-SETUPS["convoy"] = (dict(ROUND_TRIPS["convoy"][0], arrival_rate_per_s=360.0), ROUND_TRIPS["convoy"][1])
+SPREAD = 0.25        # true values drawn within a factor 1.25 of the setup's, either way (unless a record says)
+# Every scenario with a round trip: the setup its record says the study draws around, and the capture's window.
+SETUPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
+    name: coverage.study_setup(name) for name, spec in CATALOGUE.items() if spec.round_trip is not None}
 SUMMARY_FILE = "coverage.csv"
 TRIPS_FILE = "coverage_trips.csv"
 
@@ -52,8 +51,6 @@ def run_setups(setups: dict[str, tuple[dict[str, Any], dict[str, float]]], trips
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, every trip) of ``trips`` round trips of each scenario of ``setups`` (all by default), from
     :data:`FIRST_TRIP`, with ``study_options(scenario)`` passed on to :func:`models.fitting.coverage.study`."""
-    from tqdm import tqdm
-
     frames, seconds = [], {}
     for scenario in scenarios or list(setups):
         base, window = setups[scenario]
@@ -70,8 +67,13 @@ def run_setups(setups: dict[str, tuple[dict[str, Any], dict[str, float]]], trips
 def run(trips: int = TRIPS, scenarios: list[str] | None = None, progress: bool = True
         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, every trip) of ``trips`` round trips of each scenario (all of :data:`SETUPS` by default)."""
-    return run_setups(SETUPS, trips, scenarios, progress, "coverage", lambda scenario: {
-        "spread": SPREADS.get(scenario, SPREAD), "true_values": TRUE_VALUES.get(scenario)})
+    return run_setups(SETUPS, trips, scenarios, progress, "coverage", lambda scenario: {"spread": spread(scenario)})
+
+
+def spread(scenario: str) -> float:
+    """How far the study draws true values about ``scenario``'s setup: its round trip's, else :data:`SPREAD`."""
+    own = CATALOGUE[scenario].round_trip.study_spread
+    return SPREAD if own is None else own
 
 
 def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True,

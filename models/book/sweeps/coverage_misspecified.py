@@ -2,7 +2,7 @@
 
 The coverage study (:mod:`models.book.sweeps.coverage`) fits each snapshot told every value it assumes, so it
 measures the fit's sampling error only.  Here the version store's round trips
-(:data:`models.book.analysis.your_server.ROUND_TRIPS`) are written with the CPU outside the latch fixed and
+(the scenario's :attr:`~models.scenarios.base.Scenario.round_trip`) are written with the CPU outside the latch fixed and
 fitted assuming it exponential, and the reverse (``cpu_dist``: a snapshot gives means, so the fit assumes the
 spread).  Trips, draws and seeds are the coverage study's (:func:`models.fitting.coverage.study`, from
 :data:`models.book.sweeps.coverage.FIRST_TRIP`); ``book/data/coverage_misspecified.csv`` holds one row per
@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.book.analysis.your_server import ROUND_TRIPS
 from models.book.sweep import DATA_DIR, Study, write_table
 from models.book.sweeps.coverage import FIRST_TRIP, SPREAD
 from models.fitting import coverage
@@ -40,7 +39,7 @@ COLUMNS = ["scenario", "written", "assumed", *coverage.SUMMARY_COLUMNS[1:], "med
 def direction_trips(written: str, assumed: str, trips: int) -> tuple[pd.DataFrame, float]:
     """The trips of one direction (snapshots written with ``written``, fitted assuming ``assumed``), and the
     seconds one took."""
-    base, window = ROUND_TRIPS[SCENARIO]
+    base, window = coverage.study_setup(SCENARIO)
     return coverage.study(SCENARIO, dict(base, cpu_dist=written), window, trips=trips, spread=SPREAD,
                           first=FIRST_TRIP, assume_instead={"cpu_dist": assumed})
 

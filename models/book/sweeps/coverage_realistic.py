@@ -20,6 +20,7 @@ Run it with ``python -m models sweep coverage_realistic`` (about ten minutes on 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +28,22 @@ import numpy as np
 import pandas as pd
 
 from models.book.analysis.version_store import SETUP as RANDAL_SETUP
-from models.book.analysis.your_server import ROUND_TRIPS
 from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.sweeps.coverage import SETUPS as ROUND_TRIP_SETUPS
 from models.book.sweeps.coverage import SPREAD, run_setups
 from models.fitting import coverage
 from models.fitting.background import draw_background, with_background
+from models.scenarios import get_scenario
 
 TRIPS = 60           # round trips per scenario: a 95% share of 60 has a binomial error of about 3 points
 BAND_TRIPS = 20      # ... of the variant whose banded values are drawn, not told to the fit
 QUICK_TRIPS = 2
 BACKGROUND_SEED = 41  # trip seed k draws its background from numpy's generator seeded [BACKGROUND_SEED, k]
 SETUPS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
-    "last-page-insert": ROUND_TRIPS["last-page-insert"],
+    "last-page-insert": ROUND_TRIP_SETUPS["last-page-insert"],
     "version-store": (dict(RANDAL_SETUP, connections=40, schedulers=24, window_ms=2_000.0),
                       {"start_s": 0.2, "interval_s": 1.0}),
-    "parallel-insert": ROUND_TRIPS["parallel-insert"],
+    "parallel-insert": ROUND_TRIP_SETUPS["parallel-insert"],
 }
 SUMMARY_FILE = "coverage_realistic.csv"
 TRIPS_FILE = "coverage_realistic_trips.csv"
@@ -52,11 +54,7 @@ def band_draws(scenario: str) -> Any:
     """The function that draws, for one trip, a true value inside each of the scenario's bands of what no capture
     tells (log-uniform; uniform where a band starts at 0): the fit is not told them and assumes the defaults, so
     whether its spans over the bands hold the truth is tested, not assumed."""
-    import math
-
-    import models
-
-    bands = [b for b in models.get_scenario(scenario).bands if not b.relative]
+    bands = [b for b in get_scenario(scenario).bands if not b.relative]
 
     def draw(rng: np.random.Generator) -> dict[str, Any]:
         out = {}
