@@ -298,8 +298,8 @@ def test_the_stored_study_is_what_its_code_computes_now(scenario):
     from models.book.sweeps import coverage as study
 
     base, window = study.SETUPS[scenario]
-    again, _ = coverage.study(scenario, base, window, trips=2, spread=study.SPREADS.get(scenario, study.SPREAD),
-                              true_values=study.TRUE_VALUES.get(scenario), first=study.FIRST_TRIP)
+    again, _ = coverage.study(scenario, base, window, trips=2, spread=study.spread(scenario),
+                              first=study.FIRST_TRIP)  # the acting values: the scenario's round trip's
     stored = pd.read_csv(ys.COVERAGE.with_name(study.TRIPS_FILE))
     stored = stored[(stored["scenario"] == scenario) & (stored["trip"] < study.FIRST_TRIP + 2)]
     assert len(stored) == len(again)
