@@ -23,6 +23,7 @@ same from a checkout, an installed package, a notebook or the command line.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import types
 from pathlib import Path
@@ -81,7 +82,13 @@ def glue(name: str, value: Any, digits: int = DIGITS) -> Any:
 
 
 class BookNotFound(FileNotFoundError):
-    """The book's folder is neither named by :data:`BOOK_ROOT_VARIABLE` nor found above the working directory."""
+    """The book's folder is neither named by :data:`BOOK_ROOT_VARIABLE` nor found above the working directory.
+
+    Its ``filename`` is the folder looked from, so the command line names it: ``error: <folder>: <why>``.
+    """
+
+    def __init__(self, why: str, folder: Path) -> None:
+        super().__init__(errno.ENOENT, why, str(folder))
 
 
 def _is_book(folder: Path) -> bool:
@@ -100,7 +107,7 @@ def find_book_root(start: Path | None = None) -> Path | None:
         folder = Path(named).expanduser().resolve()
         if not _is_book(folder):
             raise BookNotFound(f"{BOOK_ROOT_VARIABLE}={named!r} is not the book's folder: it must hold "
-                               f"{' and '.join(BOOK_MARKERS)}")
+                               f"{' and '.join(BOOK_MARKERS)}", folder)
         return folder
     here = (start or Path.cwd()).resolve()
     return next((folder for folder in (here, *here.parents) if _is_book(folder)), None)
@@ -111,8 +118,8 @@ def book_root(start: Path | None = None) -> Path:
     found = find_book_root(start)
     if found is None:
         raise BookNotFound(f"the book's folder (the one holding {' and '.join(BOOK_MARKERS)}) is not at or above "
-                           f"{(start or Path.cwd()).resolve()}: run from inside the book, or set "
-                           f"{BOOK_ROOT_VARIABLE} to its folder")
+                           f"this folder: run from inside the book, or set {BOOK_ROOT_VARIABLE} to its folder",
+                           (start or Path.cwd()).resolve())
     return found
 
 
