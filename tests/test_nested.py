@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from models.book.analysis import nested as nx
@@ -224,3 +225,35 @@ def test_the_band_table_says_how_many_seeds_each_column_rests_on():
     assert "fast: best MAXDOP (one seed)" in headers and "fast: rise after it (%, one seed)" in headers
     assert f"co-tenant 8: elapsed (s, {len(nx.SEEDS)} seeds)" in headers
     assert f"slowdown at 8 ({len(nx.SEEDS)} seeds)" in headers
+
+
+def test_floor_maxdop_is_the_first_point_within_the_tolerance_of_the_shortest():
+    """By hand: shortest 100 at MAXDOP 8; MAXDOP 4's 100.9 is within 1 % of it, MAXDOP 2's 101.5 is not (it is within
+    2 %); the index need not come sorted."""
+    elapsed = pd.Series([101.5, 150.0, 100.9, 100.0, 104.0], index=[2, 1, 4, 8, 16])
+    assert nx.floor_maxdop(elapsed) == 4
+    assert nx.floor_maxdop(elapsed, tolerance=0.02) == 2
+    assert nx.floor_maxdop(elapsed, tolerance=0.0) == 8
+    curve = pd.DataFrame({"query": "fast", "maxdop": elapsed.index, "elapsed_s": elapsed.values})
+    assert nx.tipping_point(curve, "fast") == 4
+    with pytest.raises(ValueError, match="tolerance=-0.1"):
+        nx.floor_maxdop(elapsed, tolerance=-0.1)
+
+
+def test_grid_figures_by_hand():
+    """A small grid: alone the fair 4 ms curve is 40, 20, 19.9, 19.96 ms at MAXDOP 1, 2, 4, 8 (floor at 2, within 1 % of
+    19.9); with the co-tenant 70, 600, 900, 500 (peak at 4); the co-tenant's MAXDOP 8 is 250 at 2 ms, 15 unfair."""
+    rows = []
+    for maxdop, alone, shared in ((1, 40.0, 70.0), (2, 20.0, 600.0), (4, 19.9, 900.0), (8, 19.96, 500.0)):
+        rows += [{"policy": "fair", "quantum_ms": 4.0, "maxdop": maxdop, "busy_scheduler": -1, "elapsed_ms": alone},
+                 {"policy": "fair", "quantum_ms": 4.0, "maxdop": maxdop, "busy_scheduler": 0, "elapsed_ms": shared}]
+    rows += [{"policy": "fair", "quantum_ms": 2.0, "maxdop": 8, "busy_scheduler": 0, "elapsed_ms": 250.04},
+             {"policy": "unfair", "quantum_ms": 4.0, "maxdop": 8, "busy_scheduler": 0, "elapsed_ms": 15.0}]
+    grid = pd.DataFrame(rows)
+    assert list(nx.explorer_grid(grid)["co_tenant"][:2]) == ["none", "on scheduler 0"]
+    figures = nx.grid_figures(grid, maxdops=(1, 8))
+    assert figures == {"grid_best_alone": 2.0, "grid_peak_co": 4.0, "grid_alone_best": 20.0,
+                       "grid_co_1": 70.0, "grid_alone_1": 40.0, "grid_co_8": 500.0, "grid_alone_8": 20.0,
+                       "grid_co2_8": 250.0, "grid_unfair_8": 15.0}
+    with pytest.raises(ValueError, match="quantum_ms=8.0 is not in the grid"):
+        nx.grid_curves(grid, "fair", 8.0)

@@ -136,15 +136,23 @@ def maxdop_curve(maxdops: Iterable[int] = MAXDOPS, **overrides: Any) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def tipping_point(curve: pd.DataFrame, query: str, tolerance: float = 0.01) -> int:
-    """Where the curve reaches its floor: the smallest MAXDOP within ``tolerance`` of the shortest time.
+def floor_maxdop(elapsed: pd.Series, tolerance: float = 0.01) -> int:
+    """The smallest MAXDOP (``elapsed``'s index) whose time is within ``tolerance`` of the shortest: the curve's floor.
 
     Past saturation the curve is flat to within the seed's noise, so the plain minimum would wander along
     the flat part; this is the MAXDOP after which more workers no longer help.
     """
-    part = curve[curve["query"] == query].sort_values("maxdop")
-    best = float(part["elapsed_s"].min())
-    return int(part.loc[part["elapsed_s"] <= best * (1 + tolerance), "maxdop"].iloc[0])
+    if len(elapsed) == 0 or not tolerance >= 0:
+        raise ValueError(f"elapsed has {len(elapsed)} points and tolerance={tolerance}: give one or more points "
+                         "and a tolerance of 0 or more")
+    ordered = elapsed.sort_index()
+    return int(ordered.index[ordered <= float(ordered.min()) * (1 + tolerance)][0])
+
+
+def tipping_point(curve: pd.DataFrame, query: str, tolerance: float = 0.01) -> int:
+    """Where ``query``'s curve (``maxdop``, ``elapsed_s``) reaches its floor: :func:`floor_maxdop`."""
+    part = curve[curve["query"] == query]
+    return floor_maxdop(part.set_index("maxdop")["elapsed_s"], tolerance)
 
 
 def rise_after_turn(curve: pd.DataFrame, query: str) -> float:
@@ -652,3 +660,40 @@ def model_against_measurement(main_curve: pd.DataFrame | None = None, main_busy:
         busy_seeds(query="slow") if slow_busy is None else slow_busy,
         busy_seeds((8, 16), seeds=GAP_SEEDS, cpu_dist="fixed"),
         slowdowns=slowdown_table() if slowdowns is None else slowdowns)
+
+
+CO_TENANT_LABELS = {False: "none", True: "on scheduler 0"}  # the explorer's co-tenant choices
+
+
+def explorer_grid(grid: pd.DataFrame) -> pd.DataFrame:
+    """The stored sweep (``nested_transactions.csv``) with its ``co_tenant`` column: "on scheduler 0" where a
+    co-tenant ran (``busy_scheduler`` >= 0), else "none"; the explorer's dropdown and :func:`grid_figures` read it."""
+    return grid.assign(co_tenant=grid["busy_scheduler"].ge(0).map(CO_TENANT_LABELS))
+
+
+def grid_curves(grid: pd.DataFrame, policy: str, quantum_ms: float) -> pd.DataFrame:
+    """The stored sweep's elapsed time (ms) by MAXDOP at one policy and quantum, a column per co-tenant choice."""
+    part = explorer_grid(grid).query("policy == @policy and quantum_ms == @quantum_ms")
+    if part.empty:
+        raise ValueError(f"policy={policy!r} with quantum_ms={quantum_ms} is not in the grid: its policies are "
+                         f"{sorted(grid['policy'].unique())} and quanta {sorted(grid['quantum_ms'].unique())}")
+    return part.pivot_table(index="maxdop", columns="co_tenant", values="elapsed_ms")
+
+
+def grid_figures(grid: pd.DataFrame, maxdops: Iterable[int] = (1, 2, 4, 8, 24)) -> dict[str, float]:
+    """The figures the explorer's caption and prose quote from the stored sweep, by the name each is glued under.
+
+    At the fair latch and 4 ms quantum: the floor alone (:func:`floor_maxdop`) and its time, the MAXDOP where the
+    co-tenant's curve peaks, both curves at ``maxdops``; the co-tenant's MAXDOP 8 at a 2 ms quantum and unfair.
+    """
+    fair = grid_curves(grid, "fair", QUANTUM_MS)
+    alone, shared = fair[CO_TENANT_LABELS[False]], fair[CO_TENANT_LABELS[True]]
+    best_alone = floor_maxdop(alone)
+    figures = {"grid_best_alone": float(best_alone), "grid_peak_co": float(int(shared.idxmax())),
+               "grid_alone_best": round(float(alone[best_alone]), 1)}
+    for n in maxdops:
+        figures[f"grid_co_{n}"] = round(float(shared[n]), 1)
+        figures[f"grid_alone_{n}"] = round(float(alone[n]), 1)
+    figures["grid_co2_8"] = round(float(grid_curves(grid, "fair", QUANTUM_MS / 2)[CO_TENANT_LABELS[True]][8]), 1)
+    figures["grid_unfair_8"] = round(float(grid_curves(grid, "unfair", QUANTUM_MS)[CO_TENANT_LABELS[True]][8]), 1)
+    return figures
