@@ -10,6 +10,7 @@ import pytest
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from models.book.analysis import convoy as cv
 from models.calibration import CONTEXT_SWITCH_US, HANDOFF_US, WAKEUP_US
@@ -519,3 +520,34 @@ def test_whites_example_table_quotes_his_figures_and_the_models():
     assert table["basis"].str.startswith("input").all()
     with pytest.raises(ValueError, match="saturation has 2 rows"):
         cv.whites_example_table(sat.iloc[:2], runs["calibrated"])
+
+
+def _counters(acquires: int, waits: int, wait_ms: float, signal_ms: float, elapsed_ms: float) -> SimpleNamespace:
+    """A run's DMV tables, as much of them as the convoy-or-overload test and Welch's comparison read."""
+    return SimpleNamespace(
+        latch_stats=pd.DataFrame([{"acquires": acquires, "waiting_requests_count": waits, "wait_time_ms": wait_ms}]),
+        wait_stats=pd.DataFrame([{"wait_type": "LATCH_EX", "signal_wait_time_ms": signal_ms}]), elapsed_ms=elapsed_ms)
+
+
+def test_capacity_without_handoffs_by_hand():
+    """1,000 grants in 2 s is X = 500/s; 500 ms of signal wait is s = 1/4, so X / (1 - s) = 666.7/s."""
+    test = cv.capacity_without_handoffs(_counters(1_000, 990, 50_000.0, 500.0, 2_000.0))
+    assert test == pytest.approx({"x_per_s": 500.0, "signal_share": 0.25, "capacity_per_s": 2_000 / 3}, rel=1e-12)
+    with pytest.raises(ValueError, match="signal wait share=1.0"):
+        cv.capacity_without_handoffs(_counters(1_000, 990, 50_000.0, 2_000.0, 2_000.0))
+
+
+def test_welch_beside_a_run_against_the_closed_forms():
+    """No hand-off: M/D/1, P(wait) = rho = 0.8 and W = lambda S^2 / (2 (1 - rho)) = 4 ms at 400/s and a 2 ms hold.
+    A 100 us hand-off, by hand: rho = 0.84, rho0 = 0.8, P(wait) = 1 - 0.16 / 0.96, E[S1^2] = 4.41,
+    Wq = 0.4 x 4.41 / 0.32 + 0.4 x (4 - 4.41) / 1.92 and the wait per acquire Wq + P(wait) x 0.1 ms."""
+    run = _counters(1_000, 800, 4_100.0, 10.0, 2_500.0)
+    free = cv.welch_beside(run, 400, 0.0)
+    assert free == pytest.approx({"welch_pwait": 0.8, "welch_wait_ms": 4.0, "run_pwait": 0.8, "run_wait_ms": 4.1},
+                                 rel=1e-12)
+    paid = cv.welch_beside(run, 400, 100.0)
+    p_wait = 1 - 0.16 / 0.96
+    assert paid["welch_pwait"] == pytest.approx(p_wait, rel=1e-12)
+    assert paid["welch_wait_ms"] == pytest.approx(0.4 * 4.41 / 0.32 + 0.4 * (4 - 4.41) / 1.92 + p_wait * 0.1, rel=1e-12)
+    with pytest.raises(ValueError, match="utilisation"):
+        cv.welch_beside(run, 500, 100.0)

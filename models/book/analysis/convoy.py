@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from models import analytic
 from models.book.analysis.fairness import PUBLISHED, RECORDS
 from models.statistics import mean_ci
 
@@ -24,7 +25,7 @@ __all__ = ["HOLD_MS", "run", "capacities", "md1_mean_wait_ms", "by_request", "qu
            "wilson_interval", "onset_summary", "onset_shares_text", "dmv_snapshot", "dmv_signature", "signature_of",
            "signature_table", "signature_report", "unfair_idle_us", "onset_sensitivity", "sensitivity_display",
            "escape_probability", "threshold_waiters", "mean_waiters", "waiters_by_length", "GROWTH_SEEDS",
-           "whites_fair_signature", "collapsed"]
+           "whites_fair_signature", "capacity_without_handoffs", "welch_beside", "collapsed"]
 
 HOLD_MS = 2.0  # White's example: every request holds the EX latch for 2 ms
 
@@ -421,6 +422,31 @@ def waiters_by_length(handoffs: Mapping[str, Mapping[str, float]], rate_per_s: f
                                                          **handoff)) for seed in seeds])
             rows.append({"run": label, "requests": length, "mean_waiters": mean, "mean_waiters_ci95": half_width})
     return pd.DataFrame(rows)
+
+
+def capacity_without_handoffs(result: Any) -> dict[str, float]:
+    """A saturated run's completions X (grants/s), its LATCH_EX signal wait's share s of the interval and X / (1 - s),
+    its capacity without hand-offs: the chapter's convoy-or-overload test (an offer between X and X / (1 - s) is a convoy).
+    """
+    latch = result.latch_stats.iloc[0]
+    signal_ms = float(result.wait_stats.set_index("wait_type").loc["LATCH_EX", "signal_wait_time_ms"])
+    elapsed_ms = float(result.elapsed_ms)
+    x_per_s = 1000.0 * float(latch["acquires"]) / elapsed_ms
+    share = signal_ms / elapsed_ms
+    if share >= 1:
+        raise ValueError(f"signal wait share={share} is out of range: a latch's signal wait is below its interval")
+    return {"x_per_s": x_per_s, "signal_share": share, "capacity_per_s": x_per_s / (1 - share)}
+
+
+def welch_beside(result: Any, rate_per_s: float, handoff_us: float, hold_ms: float = HOLD_MS) -> dict[str, float]:
+    """Welch's stable fair queue (:func:`models.analytic.fair_handoff_queue`, fixed hold) at a run's offered rate,
+    beside the run: each one's chance that an acquire waits and mean latch wait per acquire (ms)."""
+    queue = analytic.fair_handoff_queue(rate_per_s / 1000.0, hold_ms, hold_ms ** 2, handoff_us / 1000.0)
+    latch = result.latch_stats.iloc[0]
+    acquires = float(latch["acquires"])
+    return {"welch_pwait": queue.prob_wait, "welch_wait_ms": queue.mean_latch_wait,
+            "run_pwait": float(latch["waiting_requests_count"]) / acquires,
+            "run_wait_ms": float(latch["wait_time_ms"]) / acquires}
 
 
 def signature_of(result: Any, samples: int = 2000) -> dict[str, float]:
