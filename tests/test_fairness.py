@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from models.book.analysis import fairness as fx
@@ -476,3 +477,35 @@ def test_chapter_3_states_the_final_bound_and_its_low_end():
     assert "just above the face-value bound" in prose and "lower_handoff_whites_waits_us" in prose
     assert "waits and idle of the refitted model" in code
     assert "tails_shown" in code   # exercise 2's glued tails are rounded as its table rounds them
+
+
+def _tails_by_hand() -> pd.DataFrame:
+    """A tail_table by hand: White's row, then one per TAIL_CASES case (base, co1, co8, stall, held, nob)."""
+    cases = ["White (measured)"] + [label for label, _ in fx.TAIL_CASES]
+    return pd.DataFrame({"case": cases,
+                         "fair_max_wait_ms": [22.0, 0.17, 4.1, 24.0, 22.0, 1.04, 0.171],
+                         "fair_elapsed_s": [5.5, 5.6, 93.0, 350.9, 5.75, 5.6, 5.6],
+                         "unfair_waits": [56.0, 0.0, 0.0, 0.0, 0.0, 10.0, 50.0],
+                         "unfair_backoffs": [41.0, 39.0, 25.0, 4.0, 44.0, 77.0, 0.0],
+                         "unfair_max_wait_ms": [1.0, 0.0, 0.0, 0.0, 0.0, 0.8, 0.02],
+                         "unfair_elapsed_s": [4.5, 4.6, 4.6, 4.6, 4.6, 4.6, 4.6]})
+
+
+def test_tail_figures_by_hand():
+    """The held row adds 77 - 39 = 38 back-offs over 10 waits, 3.8 a wait and 212.8 for White's 56; one co-tenant
+    makes the run 93 / 5.6 times slower; the 22 ms stall costs 5.75 - 5.6 = 0.15 s."""
+    figures = fx.tail_figures(_tails_by_hand())
+    assert figures["tail_backoffs_per_wait"] == pytest.approx(3.8, rel=1e-12)
+    assert figures["tail_backoffs_for_56"] == pytest.approx(212.8, rel=1e-12)
+    assert figures["tail_co1_slow"] == pytest.approx(93 / 5.6, rel=1e-12)
+    assert figures["tail_stall_cost_s"] == pytest.approx(0.15, rel=1e-9)
+    assert (figures["tail_co8_max"], figures["tail_nob_waits"], figures["tail_held_max"]) == (24.0, 50.0, 0.8)
+    assert len(figures) == 16
+
+
+def test_tail_display_formats_each_column_as_the_chapter_shows_it():
+    shown = fx.tail_display(_tails_by_hand())
+    assert list(shown.columns) == ["case", "fair: max wait (ms)", "fair: elapsed (s)", "unfair: waits",
+                                   "unfair: back-offs", "unfair: max wait (ms)"]
+    assert list(shown.iloc[3]) == ["CPU-bound queries on 8 workers' schedulers", "24.00", "350.9", "0", "4", "0.00"]
+    assert shown.iloc[6]["fair: max wait (ms)"] == "0.17" and shown.iloc[4]["fair: elapsed (s)"] == "5.8"

@@ -857,6 +857,44 @@ def tail_table(seed: int = 1) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The name each TAIL_CASES row's figures carry in the chapter's prose (quoted.tail_co1_max, ...), in its order.
+TAIL_TAGS = ("base", "co1", "co8", "stall", "held", "nob")
+
+
+def tail_figures(tails: pd.DataFrame) -> dict[str, float]:
+    """The figures the chapter's prose quotes from :func:`tail_table`, by the name each is glued under: the fair
+    tails and run times the co-tenants and stalls give, the unfair waits, and the back-offs a stalled holder adds
+    per wait (and to 56 such waits, White's count)."""
+    row = dict(zip(TAIL_TAGS, (tails.set_index("case").loc[label] for label, _ in TAIL_CASES)))
+    base, held = row["base"], row["held"]
+    per_wait = (held["unfair_backoffs"] - base["unfair_backoffs"]) / held["unfair_waits"]
+    return {"tail_co1_max": row["co1"]["fair_max_wait_ms"], "tail_co1_el": row["co1"]["fair_elapsed_s"],
+            "tail_base_el": base["fair_elapsed_s"],
+            "tail_co1_slow": row["co1"]["fair_elapsed_s"] / base["fair_elapsed_s"],
+            "tail_co8_max": row["co8"]["fair_max_wait_ms"], "tail_co8_el": row["co8"]["fair_elapsed_s"],
+            "tail_stall_max": row["stall"]["fair_max_wait_ms"],
+            "tail_stall_cost_s": row["stall"]["fair_elapsed_s"] - base["fair_elapsed_s"],
+            "tail_nob_waits": row["nob"]["unfair_waits"], "tail_nob_max": row["nob"]["unfair_max_wait_ms"],
+            "tail_held_waits": held["unfair_waits"], "tail_held_max": held["unfair_max_wait_ms"],
+            "tail_held_backoffs": held["unfair_backoffs"], "tail_base_backoffs": base["unfair_backoffs"],
+            "tail_backoffs_per_wait": per_wait,
+            "tail_backoffs_for_56": PUBLISHED["unfair"]["latch_waits"] * per_wait}
+
+
+# tail_table's columns as the chapter shows them: (title, decimals)
+TAIL_DISPLAY = {"fair_max_wait_ms": ("fair: max wait (ms)", 2), "fair_elapsed_s": ("fair: elapsed (s)", 1),
+                "unfair_waits": ("unfair: waits", 0), "unfair_backoffs": ("unfair: back-offs", 0),
+                "unfair_max_wait_ms": ("unfair: max wait (ms)", 2)}
+
+
+def tail_display(tails: pd.DataFrame) -> pd.DataFrame:
+    """:func:`tail_table` as the chapter's table shows it: each case, its columns titled and formatted as text."""
+    shown = {"case": tails["case"]}
+    for column, (title, decimals) in TAIL_DISPLAY.items():
+        shown[title] = tails[column].map(lambda value, digits=decimals: f"{value:,.{digits}f}")
+    return pd.DataFrame(shown)
+
+
 def spinlock_stats(result: "models.Result") -> pd.DataFrame:
     """The model's spinning as White read it: the LATCH_SPIN_STATS row of sys.dm_os_spinlock_stats.
 
