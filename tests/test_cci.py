@@ -6,6 +6,7 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import models
@@ -19,6 +20,7 @@ from models.engine.state import (
     G_SEM_TIMEOUTS, G_SEM_WAITS, WF_CPU, WF_GRANT_WAIT, W_GRANT_OUTCOME, W_SCHEDULER, W_STATE,
 )
 from models.result import build
+from models.scenarios import cci_decommit
 from models.scenarios import cci_insert as ins
 from models.workload import MemorySpec, Workload, simulate
 
@@ -522,3 +524,51 @@ def test_exercise_2_cannot_rank_the_time_outs_without_the_delta_store_rate():
     assert at8[60.0].nunique() == 1
     assert (at8.loc[[r for r in cci.DELTA_RATES_US if r < 18], 25.0] < at8[60.0].iloc[0]).all()
     assert (at8.loc[[r for r in cci.DELTA_RATES_US if r > 20], 25.0] > at8[60.0].iloc[0]).all()
+
+
+def test_batch_summary_by_hand():
+    """Five inserts: two granted at once, one granted after 20 s, one forced after 25 s, one failed after 25 s; the
+    counts, the waits and the ends (s) read off the rows."""
+    queries = pd.DataFrame({"outcome": ["granted", "granted", "granted", "forced_minimum", "error_8645"],
+                            "grant_wait_ms": [0.0, 0.0, 20_000.0, 25_000.0, 25_000.0],
+                            "elapsed_ms": [40_000.0, 41_000.0, 80_000.0, 95_500.0, 25_000.0],
+                            "delta_store_rowgroups": [0, 0, 0, 4, 0]})
+    assert cci.batch_summary(queries) == {"granted": 3, "forced": 1, "failed": 1, "waited": 3,
+                                          "granted_after_wait": 1, "granted_after_wait_max_s": 20.0,
+                                          "max_wait_s": 25.0, "first_end_s": 25.0, "last_end_s": 95.5,
+                                          "delta_rowgroups": 4}
+
+
+def test_tradeoff_figures_by_hand():
+    """Four schedulers: the two time-outs end 0.4 s and 0.1 s apart; eight: the 60 s time-out always at 100 s, the
+    25 s one at 70 s at the cheapest rate and 130 s at the dearest."""
+    rows = []
+    for schedulers, rate, short_s, long_s in ((cci.SCHEDULERS, 1.0, 120.0, 120.4), (cci.SCHEDULERS, 50.0, 150.1, 150.0),
+                                              (cci.HYPERTHREADED_SCHEDULERS, 1.0, 70.0, 100.0),
+                                              (cci.HYPERTHREADED_SCHEDULERS, 50.0, 130.0, 100.0)):
+        rows += [{"schedulers": schedulers, "delta_us_per_row": rate, "timeout_s": 25.0, "last_s": short_s},
+                 {"schedulers": schedulers, "delta_us_per_row": rate, "timeout_s": 60.0, "last_s": long_s}]
+    figures = cci.tradeoff_figures(pd.DataFrame(rows))
+    assert figures == pytest.approx({"gap4_s": 0.4, "last8_long_s": 100.0, "last8_long_values": 1, "cheap8_s": 70.0,
+                                     "dear8_s": 130.0}, abs=1e-9)
+
+
+def test_knee_is_think_plus_call_over_call_and_band_place_is_linear():
+    """N* = (Z + S) / S with Z the CPU between OS calls and S one call's time, at the setup's own LPIM setting."""
+    think_us = cci.SETUP_96["cpu_per_rowgroup_ms"] * 1000 / cci.SETUP_96["os_calls_per_rowgroup"]
+    for lpim in ("on", "off"):
+        setup = cci.SETUP_96 | {"lpim": lpim}
+        call_us = cci_decommit.call_us(setup)
+        assert cci.knee(setup) == pytest.approx((think_us + call_us) / call_us, rel=1e-12)
+    assert cci.knee(cci.SETUP_96) > cci.knee(cci.SETUP_96 | {"lpim": "off"})
+    assert (cci.band_place(90.0, 80.0, 120.0), cci.band_place(80.0, 80.0, 120.0)) == (0.25, 0.0)
+    with pytest.raises(ValueError, match="high_s=80"):
+        cci.band_place(90.0, 80.0, 80.0)
+
+
+def test_lpim_fit_range_takes_each_columns_low_and_high():
+    band = pd.DataFrame({column: [3.0, 1.0, 2.0] for column in cci.FIT_RANGE_COLUMNS})
+    figures = cci.lpim_fit_range(band)
+    assert (figures["fit_knee_on_lo"], figures["fit_knee_on_hi"]) == (1.0, 3.0)
+    assert (figures["fit_kernel_share_96_lo"], figures["fit_kernel_share_96_hi"]) == (100.0, 300.0)
+    assert len(figures) == 2 * len(cci.FIT_RANGE_COLUMNS)

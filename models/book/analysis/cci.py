@@ -185,12 +185,41 @@ def timeout_tradeoff(rates: Iterable[float] = DELTA_RATES_US, schedulers: Iterab
     for n in schedulers:
         for rate in rates:
             for timeout in timeouts_s:
-                q = run(behaviour="cu14", grant_timeout_s=timeout, delta_us_per_row=rate, schedulers=n).queries
+                batch = batch_summary(run(behaviour="cu14", grant_timeout_s=timeout, delta_us_per_row=rate,
+                                          schedulers=n).queries)
                 rows.append({"schedulers": n, "delta_us_per_row": rate, "timeout_s": timeout,
-                             "last_s": q["elapsed_ms"].max() / 1000.0,
-                             "forced": int((q["outcome"] == "forced_minimum").sum()),
-                             "delta_stores": int(q["delta_store_rowgroups"].sum())})
+                             "last_s": batch["last_end_s"], "forced": batch["forced"],
+                             "delta_stores": batch["delta_rowgroups"]})
     return pd.DataFrame(rows)
+
+
+def batch_summary(queries: pd.DataFrame) -> dict[str, float]:
+    """What a batch of inserts (a cci-insert run's ``queries``) came to: how many were granted, forced to the minimum
+    grant, failed (error 8645) or waited for a grant, and how many were granted after waiting; their longest wait, the
+    longest wait of all and the first and last end (s); the delta-store rowgroups left.  The chapter quotes these."""
+    granted, waited = queries["outcome"] == "granted", queries["grant_wait_ms"] > 0
+    return {"granted": int(granted.sum()), "forced": int((queries["outcome"] == "forced_minimum").sum()),
+            "failed": int((queries["outcome"] == "error_8645").sum()), "waited": int(waited.sum()),
+            "granted_after_wait": int((granted & waited).sum()),
+            "granted_after_wait_max_s": float(queries.loc[granted & waited, "grant_wait_ms"].max()) / 1000.0,
+            "max_wait_s": float(queries["grant_wait_ms"].max()) / 1000.0,
+            "first_end_s": float(queries["elapsed_ms"].min()) / 1000.0,
+            "last_end_s": float(queries["elapsed_ms"].max()) / 1000.0,
+            "delta_rowgroups": int(queries["delta_store_rowgroups"].sum())}
+
+
+def tradeoff_figures(tradeoff: pd.DataFrame, timeouts_s: tuple[float, float] = (OBBISH["timeout_s"], 60.0)
+                     ) -> dict[str, float]:
+    """What exercise 2 quotes from :func:`timeout_tradeoff`: the largest gap (s) between the two time-outs' last ends
+    on four schedulers; on eight, the longer time-out's last end (and how many distinct values it takes over the
+    rates) and the shorter one's at the cheapest and dearest delta-store rate."""
+    short, long = timeouts_s
+    last = tradeoff.pivot_table(index=["schedulers", "delta_us_per_row"], columns="timeout_s", values="last_s")
+    four, eight = last.loc[SCHEDULERS], last.loc[HYPERTHREADED_SCHEDULERS]
+    return {"gap4_s": float((four[short] - four[long]).abs().max()),
+            "last8_long_s": float(eight[long].iloc[0]), "last8_long_values": int(eight[long].nunique()),
+            "cheap8_s": float(eight.loc[eight.index.min(), short]),
+            "dear8_s": float(eight.loc[eight.index.max(), short])}
 
 
 def delta_break_even_us(schedulers: int, timeouts_s: tuple[float, float] = (OBBISH["timeout_s"], 60.0),
@@ -562,7 +591,14 @@ def obbish_96_in_band() -> dict[str, float]:
     hi_obs = SCALING_TEXT["overhead_96_high"] * SCALING_TEXT["ideal_96_s"]
     return {"low_s": low, "high_s": high, "obbish_low_s": lo_obs, "obbish_high_s": hi_obs,
             "inside": float(low <= lo_obs and hi_obs <= high),
-            "place_low": (lo_obs - low) / (high - low), "place_high": (hi_obs - low) / (high - low)}
+            "place_low": band_place(lo_obs, low, high), "place_high": band_place(hi_obs, low, high)}
+
+
+def band_place(seconds: float, low_s: float, high_s: float) -> float:
+    """Where ``seconds`` falls in the band from ``low_s`` to ``high_s``: 0 at its low edge, 1 at its high edge."""
+    if not high_s > low_s:
+        raise ValueError(f"high_s={high_s} must be above low_s={low_s}: a band has a width")
+    return (seconds - low_s) / (high_s - low_s)
 
 
 # ---- the 96-session LPIM figure as a range: "almost 4X" read as 84 to 96 s
@@ -587,7 +623,7 @@ def sessions_within(curve: pd.DataFrame, factor: float = 1.5) -> dict[str, int]:
     return out
 
 
-def _knee(setup: dict[str, Any]) -> float:
+def knee(setup: dict[str, Any]) -> float:
     """N* = (Z + S) / S for ``setup`` at its own LPIM setting (Z: CPU between calls, S: one call's time)."""
     think = setup["cpu_per_rowgroup_ms"] * 1000.0 / setup["os_calls_per_rowgroup"]
     return repairman_saturation(think, cci_decommit.call_us(setup))
@@ -610,11 +646,26 @@ def lpim_fit_band() -> pd.DataFrame:
         within = sessions_within(decommit_curve(EX4_SESSIONS, setup=setup))
         rows.append({"reading": reading, "page_us_lpim": setup["page_us_lpim"],
                      "cpu_per_rowgroup_ms": setup["cpu_per_rowgroup_ms"],
-                     "knee_on": _knee(setup), "knee_off": _knee(setup | {"lpim": "off"}),
+                     "knee_on": knee(setup), "knee_off": knee(setup | {"lpim": "off"}),
                      "mean_48_s": s48["mean_elapsed_s"], "mean_96_s": s96["mean_elapsed_s"],
                      "kernel_share_96": s96["kernel_share"], "cpu_busy_96": s96["cpu_busy"],
                      "ex4_on": within["on"], "ex4_off": within["off"]})
     return pd.DataFrame(rows)
+
+
+# lpim_fit_band's columns the chapter quotes as a range over the three fits, each with its scale (the share in %)
+FIT_RANGE_COLUMNS = {"knee_on": 1, "knee_off": 1, "mean_48_s": 1, "kernel_share_96": 100, "ex4_on": 1, "ex4_off": 1,
+                     "page_us_lpim": 1}
+
+
+def lpim_fit_range(band: pd.DataFrame) -> dict[str, float]:
+    """The lowest and highest of each :data:`FIT_RANGE_COLUMNS` over :func:`lpim_fit_band`'s fits, glued as
+    ``fit_<column>_lo`` and ``_hi``: how far the chapter's figures move over the readings of "almost 4X"."""
+    figures = {}
+    for column, scale in FIT_RANGE_COLUMNS.items():
+        figures[f"fit_{column}_lo"] = scale * band[column].min()
+        figures[f"fit_{column}_hi"] = scale * band[column].max()
+    return figures
 
 
 def lpim_fit_table() -> pd.DataFrame:
