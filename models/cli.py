@@ -28,7 +28,11 @@ from typing import Any, Callable
 import pandas as pd
 
 import models
+from models.counters.snapshot import read
 from models.engine.cache import cache_counts, engine_cache_dir, engine_cache_is_cold
+from models.fitting import fit, whatif
+from models.fitting.capture import from_model
+from models.fitting.whatif import changes, figure
 from models.params import RUN_OPTIONS, Param, ParameterError
 from models.result import Result
 from models.scenarios.base import Scenario
@@ -155,7 +159,7 @@ def _run_epilog() -> str:
 
 def _sweep_epilog() -> str:
     """Every sweep and study with its size and the first line of its description, for ``sweep --help``."""
-    from models.book.sweep import studies, sweeps, tasks
+    from models.book.sweep import studies, sweeps, tasks  # the book layer: loaded only for `sweep --help`
 
     def first_line(doc: str) -> str:
         return (doc.strip().splitlines() or [""])[0]
@@ -256,8 +260,6 @@ def _run(scenario: str | None, assignments: list[str], as_json: bool) -> None:
 def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | None, start_s: float,
               xevents: bool) -> None:
     """Print the CSV a capture of the scenario's run would give (see models.counters.snapshot)."""
-    from models.fitting.capture import from_model
-
     if scenario is None or "=" in scenario:
         raise ParameterError(f"a scenario is required: python -m models snapshot SCENARIO [name=value ...] with "
                              f"SCENARIO one of {', '.join(models.scenarios())}")
@@ -273,8 +275,6 @@ def _snapshot(scenario: str | None, assignments: list[str], interval_s: float | 
 
 def _number_text(x: Any, unit: str) -> str:
     """A parameter value as the report prints it: four significant digits and its unit."""
-    from models.fitting.whatif import figure
-
     return x if isinstance(x, str) else f"{figure(x)} {unit}".strip()
 
 
@@ -338,8 +338,6 @@ def whatif_text(table: pd.DataFrame, width: int | None = None) -> str:
 
     ``width`` wraps it to that many columns, each change's description below its figures.
     """
-    from models.fitting.whatif import figure
-
     applies = table[table["throughput"].notna()]
     lines = [f"now: {r.note}" for r in applies.itertuples() if r.change == "now" and r.note]
     banded = "band_low" in table and table["band_low"].notna().any()
@@ -377,11 +375,8 @@ def _assumed(pairs: list[str] | None) -> dict[str, str] | None:
 
 def _diagnosed(path: str, as_json: bool) -> tuple[Any, Any]:
     """The snapshot at ``path`` and its diagnosis, printed at once in text mode (the fit after it takes seconds)."""
-    from models.fitting import fit as fitting
-    from models.counters.snapshot import read
-
     snap = read(path)
-    diagnosis = fitting.diagnose(snap)
+    diagnosis = fit.diagnose(snap)
     if not as_json:
         print(diagnosis_text(diagnosis, output_width()), end="", flush=True)
     if diagnosis.scenario is not None and engine_cache_is_cold():
@@ -394,10 +389,8 @@ def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | Non
 
     A capture the model cannot fit is an answer (exit 0): the diagnosis stands and the refusal says why.
     """
-    from models.fitting import fit as fitting
-
     snap, _ = _diagnosed(path, as_json)
-    fitted = fitting.answer(snap, scenario=scenario, assume=_assumed(assume))
+    fitted = fit.answer(snap, scenario=scenario, assume=_assumed(assume))
     print(fitted.to_json() if as_json else fit_text(fitted, output_width(), with_diagnosis=False),
           end="\n" if as_json else "")
 
@@ -405,13 +398,10 @@ def _fit(path: str, as_json: bool, scenario: str | None, assume: list[str] | Non
 def _whatif(path: str, change: str | None, as_json: bool, scenario: str | None,
             assume: list[str] | None = None) -> None:
     """Fit a snapshot (under the values ``assume`` gives) and print one change's prediction, or every change's."""
-    from models.fitting import fit as fitting
-    from models.fitting import whatif
-
     if change is not None:
         _, value = whatif.parse_change(change)  # a bad change fails before the fit runs
     snap, _ = _diagnosed(path, as_json)
-    fitted = fitting.answer(snap, scenario=scenario, assume=_assumed(assume))
+    fitted = fit.answer(snap, scenario=scenario, assume=_assumed(assume))
     if fitted.scenario is None or fitted.refusal:
         why = fitted.refusal or f"{fitted.diagnosis.name}: no model here to change"
         if as_json:
@@ -552,8 +542,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _changes():
     """Every change some scenario offers, once each (the first scenario's wording)."""
-    from models.fitting.whatif import changes
-
     return [offered[0][1] for offered in changes().values()]
 
 
@@ -636,7 +624,7 @@ def _command(args: argparse.Namespace) -> None:
     elif args.command == "warm":
         warm()
     else:
-        from models.book.sweep import studies, sweeps, write_sweep
+        from models.book.sweep import studies, sweeps, write_sweep  # the book layer: loaded only for `sweep`
 
         if args.dask is None and args.name in {*sweeps(), *studies()} and engine_cache_is_cold():
             warm()  # compiled once, here, rather than in every worker process at once

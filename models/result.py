@@ -18,17 +18,17 @@ import pandas as pd
 from models.engine.clock import to_ticks
 from models.engine.program import MODE_NAMES
 from models.engine.state import (
-    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QUEUE_SEQ, AL_SUSPENDED, AL_WORKER, GF_END,
-    GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_MAX_TIME, GF_OS_MAXWAIT, GF_OS_WAIT, GF_SEM_MAXWAIT, GF_SEM_WAIT,
+    ALF_GRANT, ALF_RELEASE, ALF_REQUEST, ALF_RUN, AL_LATCH, AL_MODE, AL_QUEUE_SEQ, AL_SUSPENDED, AL_WORKER, BACKOFF,
+    GF_END, GF_JOIN_MAXWAIT, GF_JOIN_WAIT, GF_MAX_TIME, GF_OS_MAXWAIT, GF_OS_WAIT, GF_SEM_MAXWAIT, GF_SEM_WAIT,
     GF_YIELD_MAX, GF_YIELD_WAIT, G_EVENTS, G_JOIN_WAITS, G_LOG_USED, G_OS_WAITS, G_SAMPLES_USED, G_SEM_WAITS,
     G_TRACE_USED, G_UNITS_DONE, G_YIELDS, LF_LATENCY_SUM, LF_QUEUE_AREA, LF_QUEUE_RESIDENCE, LW_COUNT, LW_MAX,
-    LW_SIGNAL_TIME, LW_TIME, L_ACQUIRES, L_BACKOFFS, L_COLLISIONS, L_SPINS, SF_BUSY, STATUS_DONE,
-    STATUS_EVENT_BOUND, STATUS_STUCK, STATUS_TIME_BOUND, S_SWITCHES, State, WF_CPU, WF_LATCH_WAIT, WF_SPIN,
-    W_ACQUIRES, W_SCHEDULER,
+    LW_SIGNAL_TIME, LW_TIME, L_ACQUIRES, L_BACKOFFS, L_COLLISIONS, L_SPINS, SF_BUSY, STATE_NAMES, STATUS_DONE,
+    STATUS_EVENT_BOUND, STATUS_STUCK, STATUS_TIME_BOUND, S_SWITCHES, WF_CPU, WF_LATCH_WAIT, WF_SPIN, W_ACQUIRES,
+    W_SCHEDULER, State,
 )
 from models.workload import RawRun
 
-TRACE_STATES = ("running", "runnable", "spinning", "suspended", "backoff")
+TRACE_STATES = STATE_NAMES[:BACKOFF + 1]  # a trace row's state: running, runnable, spinning, suspended, backoff
 TABLES = ("latch_stats", "wait_stats", "spin_stats", "schedulers", "workers")
 # The latch and spinlock tables' columns, kept when a workload has no latch (and so no rows).
 LATCH_COLUMNS = ["latch_class", "waiting_requests_count", "wait_time_ms", "max_wait_time_ms", "acquires",

@@ -17,7 +17,7 @@ import pytest
 import models
 from models.cli import main
 from models.counters import evidence
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.counters.snapshot import read
 
@@ -36,8 +36,8 @@ def truth(path: Path) -> dict:
 
 
 @lru_cache(maxsize=None)
-def answered(path: Path) -> fitting.Fit:
-    return fitting.answer(read(path))
+def answered(path: Path) -> fit.Fit:
+    return fit.answer(read(path))
 
 
 def test_the_corpus_has_twenty_captures_and_published_ones():
@@ -180,7 +180,7 @@ def test_whatif_on_a_capture_with_no_model_answers_with_exit_code_0(capsys):
 
 
 def test_an_assumed_policy_the_capture_contradicts_is_refused_naming_the_count():
-    f = fitting.answer(read(CAPTURES / "version_store_40_on_24.csv"), assume={"policy": "unfair"})
+    f = fit.answer(read(CAPTURES / "version_store_40_on_24.csv"), assume={"policy": "unfair"})
     assert "LATCH_SPIN_STATS" in f.refusal and "no collision" in f.refusal and f.diagnosis.scenario
 
 
@@ -224,7 +224,7 @@ def test_a_partial_capture_lists_each_default_section_it_lacks():
     for section in ("scheduler", "counter", "index", "page", "file_write"):
         assert any(m.startswith(f"no {section} rows") for m in missing), section
     assert any(m.startswith("no runnable_tasks setting") for m in missing)
-    d = fitting.diagnose(snap)
+    d = fit.diagnose(snap)
     assert d.name == evidence.LOG_WRITES and d.missing == missing
 
 
@@ -233,7 +233,7 @@ def test_a_partial_capture_lists_each_default_section_it_lacks():
 def test_other_top_waits_are_named_with_where_to_look(wait, name):
     from models.counters.snapshot import parse
 
-    d = fitting.diagnose(parse(_capture({"interval_s": 10, "schedulers": 4}, [f"wait,{wait},5000,50000,80,100,,,"])))
+    d = fit.diagnose(parse(_capture({"interval_s": 10, "schedulers": 4}, [f"wait,{wait},5000,50000,80,100,,,"])))
     assert d.name == name and d.advice and d.scenario is None
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from models.counters import evidence
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting.capture import from_model
 from models.counters.snapshot import parse
 from models.scenarios import cci_insert
@@ -71,42 +71,42 @@ def grant_queue(version: str, rows: list[str] = ()) -> str:
 
 def test_tempdb_metadata_waits_with_one_user_index_are_named_not_fitted_as_a_hot_page():
     for database in ({}, {"database": "shop", "database_id": 5}):  # a capture with and without its context
-        d = fitting.diagnose(parse(tempdb_metadata(database)))
+        d = fit.diagnose(parse(tempdb_metadata(database)))
         assert d.scenario == "tempdb", d  # the tempdb model's since issue 45, never the hot page
         assert any("2:1:118" in line for line in d.evidence)
         assert any("memory-optimized tempdb metadata" in line for line in d.evidence + d.advice)
 
 
 def test_a_capture_from_master_refuses_naming_the_database_context():
-    d = fitting.diagnose(parse(master_capture({"database": "master", "database_id": 1})))
+    d = fit.diagnose(parse(master_capture({"database": "master", "database_id": 1})))
     assert d.scenario is None and d.name == evidence.WRONG_DATABASE, d
     assert any("master, a system database" in line for line in d.evidence)
     assert any("sqlcmd -d" in line for line in d.evidence)
-    d = fitting.diagnose(parse(master_capture({})))  # an old capture, which does not say where it was taken
+    d = fit.diagnose(parse(master_capture({})))  # an old capture, which does not say where it was taken
     assert d.scenario is None and d.name == evidence.WRONG_DATABASE
     assert any("no index of the captured database" in line for line in d.evidence)
 
 
 def test_a_quiet_server_waiting_6_us_on_memory_allocation_ext_is_not_the_decommit_model():
-    f = fitting.fit(parse(quiet_server()))
-    assert f.scenario is None and f.diagnosis.name == fitting.NOT_A_LATCH, f.diagnosis
+    f = fit.fit(parse(quiet_server()))
+    assert f.scenario is None and f.diagnosis.name == fit.NOT_A_LATCH, f.diagnosis
     text = " ".join(f.diagnosis.evidence)
     assert "no columnstore work" in text and "6.0 us on average" in text
     # With columnstore work but locked pages, MEMORY_ALLOCATION_EXT is still not the no-LPIM OS path.
     locked = quiet_server({"sql_memory_model": "LOCK_PAGES"}).replace(
         "wait,WRITELOG", "counter,Total Rowgroups Compressed,40,,,,,,\nwait,WRITELOG")
-    assert fitting.diagnose(parse(locked)).scenario is None
+    assert fit.diagnose(parse(locked)).scenario is None
 
 
 def test_a_bias_correction_that_takes_a_value_below_the_model_range_refuses():
     """Asked for by name, the decommit fit of the quiet server once gave 0 ms of CPU per rowgroup, CLIPPED."""
-    with pytest.raises(fitting.FitError, match="cpu_per_rowgroup_ms: the relation gives .* bias correction takes it "
+    with pytest.raises(fit.FitError, match="cpu_per_rowgroup_ms: the relation gives .* bias correction takes it "
                                                "below 0 ms"):
-        fitting.fit(parse(quiet_server()), scenario="cci-decommit")
+        fit.fit(parse(quiet_server()), scenario="cci-decommit")
 
 
 def test_a_grant_queue_on_2019_without_columnstore_work_is_not_the_2017_insert_model():
-    f = fitting.fit(parse(grant_queue(SQL_2019)))
+    f = fit.fit(parse(grant_queue(SQL_2019)))
     assert f.scenario is None and f.diagnosis.name == evidence.GRANT_QUEUE, f.diagnosis
     assert any("sys.dm_exec_query_memory_grants" in line for line in f.diagnosis.evidence)
 
@@ -115,7 +115,7 @@ def test_a_grant_queue_on_2019_without_columnstore_work_is_not_the_2017_insert_m
 
 
 def test_a_grant_queue_with_columnstore_work_on_2019_fits_but_leaves_the_time_out_behaviour_undetermined():
-    f = fitting.fit(parse(grant_queue(SQL_2019, ["counter,Total Rowgroups Compressed,12,,,,,,",
+    f = fit.fit(parse(grant_queue(SQL_2019, ["counter,Total Rowgroups Compressed,12,,,,,,",
                                                  "semaphore,forced_grant_count,3,,,,,,"])))
     assert f.scenario == "cci-insert"
     assert f.params["behaviour"].basis == "assumed"
@@ -180,13 +180,13 @@ TEMPDB_LABEL = "tempdb allocation and metadata contention"
 def test_allocation_contention_is_named(pages, name):
     snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
                          PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,", *pages]))
-    d = fitting.diagnose(snap)
+    d = fit.diagnose(snap)
     assert d.name == name and d.scenario == ("tempdb" if name == TEMPDB_LABEL else None)
 
 
 def test_page_latch_up_on_top_without_page_rows_is_allocation_contention():
     rows = ["wait,PAGELATCH_UP,600000,120000,90,3000,,,", "wait,PAGELATCH_EX,1000,100,9,1,,,"]
-    d = fitting.diagnose(parse(capture({"interval_s": 60, "schedulers": 8}, rows)))
+    d = fit.diagnose(parse(capture({"interval_s": 60, "schedulers": 8}, rows)))
     assert d.scenario is None and d.name == evidence.UNPLACED_ALLOCATION
 
 
@@ -194,7 +194,7 @@ def test_an_index_with_few_of_the_instance_waits_is_no_hot_page():
     """The share is the instance's page latch waits, not the captured database's indexes' (100% of 900 here)."""
     snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
                          PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,900,150,,,,,"]))
-    d = fitting.diagnose(snap)
+    d = fit.diagnose(snap)
     assert d.scenario is None
     assert any("0% of the instance's page latch waits" in line for line in d.evidence)
 
@@ -203,7 +203,7 @@ def test_waiters_on_another_databases_pages_refuse():
     snap = parse(capture({"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5},
                          PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,600000,120000,,,,,",
                                              "page,7:1:4242,30,,,,,,"]))
-    d = fitting.diagnose(snap)
+    d = fit.diagnose(snap)
     assert d.scenario is None and d.name == evidence.WRONG_DATABASE
     assert any("database 7" in line for line in d.evidence)
 
@@ -212,7 +212,7 @@ def test_the_model_capture_holds_the_new_counters_and_states_what_it_charges_to_
     snap = from_model("last-page-insert", {}, start_s=0.1, interval_s=0.6)
     assert snap.setting("database_id") == 5 and snap.has("index_insert") and snap.has("index_allocation")
     assert parse(snap.to_csv()).to_csv() == snap.to_csv()  # the new rows and settings round-trip
-    f = fitting.fit(snap, replicates=2)
+    f = fit.fit(snap, replicates=2)
     assert f.scenario == "last-page-insert"
     assert any(line.startswith("ASSUMED: the schedulers' CPU") for line in f.evidence)
     assert any("leaf inserts (leaf_insert_count)" in line for line in f.to_dict()["evidence"])
@@ -260,7 +260,7 @@ def test_an_old_snapshot_still_parses_and_fits_its_scenario():
     assert len(old.splitlines()) == len(text.splitlines()) - 4
     snap = parse(old)
     assert snap.setting("database_id") is None and not snap.has("index_insert")
-    assert fitting.diagnose(snap).scenario == "last-page-insert"
+    assert fit.diagnose(snap).scenario == "last-page-insert"
 
 
 def test_other_work_on_the_instance_is_said_where_the_counters_show_it():
@@ -287,11 +287,11 @@ def test_half_of_the_databases_index_waits_is_not_half_of_the_instances():
     assert last_page_insert.HOT_SHARE == 0.5
     settings = {"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5}
     other = "index,dbo.orders.IX_orders_date,100000,20000,,,,,"
-    d = fitting.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,300000,60000,,,,,",
+    d = fit.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,300000,60000,,,,,",
                                                                      other])))
     assert d.scenario is None
     assert any("48% of the instance's page latch waits" in line and "under 50%" in line for line in d.evidence)
-    d = fitting.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,310000,62000,,,,,",
+    d = fit.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,310000,62000,,,,,",
                                                                      other])))
     assert d.scenario == "last-page-insert"
     assert any("50% of the instance's page latch waits" in line for line in d.evidence)
@@ -317,7 +317,7 @@ def test_other_works_cpu_lands_in_cpu_before_and_its_sessions_in_the_think_time(
     from models.scenarios import last_page_insert
 
     snap = your_server.load(your_server.EXAMPLE)
-    setup = fitting.assumed_setup(models.get_scenario("last-page-insert"), None)
+    setup = fit.assumed_setup(models.get_scenario("last-page-insert"), None)
     rows = snap.get("counter", "Transactions/sec")
     base = last_page_insert.estimate(snap, setup).fitted
     cpu = last_page_insert.estimate(your_server.with_other_work(snap, cpu_share=0.05), setup).fitted
@@ -334,8 +334,8 @@ def test_the_idle_wait_filter_has_the_ag_and_adr_waits_and_one_home():
     of the ranking; the capture script keeps every wait, so fit.BENIGN is the only list."""
     for wait in ("PVS_PREALLOCATE", "PWAIT_EXTENSIBILITY_CLEANUP_TASK", "HADR_FABRIC_CALLBACK",
                  "PREEMPTIVE_HADR_LEASE_MECHANISM", "PREEMPTIVE_SP_SERVER_DIAGNOSTICS", "LAZYWRITER_SLEEP"):
-        assert wait in fitting.BENIGN, wait
-    assert "MEMORY_ALLOCATION_EXT" not in fitting.BENIGN  # the decommit diagnosis reads it
+        assert wait in fit.BENIGN, wait
+    assert "MEMORY_ALLOCATION_EXT" not in fit.BENIGN  # the decommit diagnosis reads it
     sql = (ROOT / "book" / "sql" / "capture_snapshot.sql").read_text(encoding="utf-8")
     assert "PVS_PREALLOCATE" not in sql
 

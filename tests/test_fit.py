@@ -15,7 +15,7 @@ import pytest
 
 import models
 from models.counters import evidence
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import (
@@ -58,7 +58,7 @@ ROUND_TRIPS = [
 
 
 def _fit(scenario, params, window):
-    return fitting.fit(from_model(scenario, params, **window))
+    return fit.fit(from_model(scenario, params, **window))
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +93,9 @@ def test_cci_grant_range_holds_the_effective_grant(fits):
 
 def test_co_tenant_is_found_and_the_hold_left_undetermined():
     snap = from_model("parallel-insert", {"maxdop": 8, "hold_us": 6.0, "busy_scheduler": 3})
-    with pytest.raises(fitting.FitError, match=r"an assumed value is wrong \(.*hold_us"):
-        fitting.fit(snap)  # the scenario's 2 us hold is not this server's: its model misses the waits
-    f = fitting.fit(snap, assume={"hold_us": 6.0})
+    with pytest.raises(fit.FitError, match=r"an assumed value is wrong \(.*hold_us"):
+        fit.fit(snap)  # the scenario's 2 us hold is not this server's: its model misses the waits
+    f = fit.fit(snap, assume={"hold_us": 6.0})
     assert f.params["busy_scheduler"].estimate == 3
     assert {u["param"] for u in f.undetermined} >= {"hold_us", "wakeup_us"}
 
@@ -114,8 +114,8 @@ def test_trace_flag_3933_is_read_from_the_spins_with_the_spin_rounds():
     # Unfair, the latch all but stops waiting (White: 56 waits where there were 271,458), so the diagnosis
     # finds no wait worth the name; the fit of the insert's model is asked for by name.
     snap = from_model("parallel-insert", {"maxdop": 16, "hold_us": 6.0, "policy": "unfair"}, start_s=0.01)
-    assert fitting.diagnose(snap).name == evidence.HEALTHY
-    f = fitting.fit(snap, scenario="parallel-insert")
+    assert fit.diagnose(snap).name == evidence.HEALTHY
+    f = fit.fit(snap, scenario="parallel-insert")
     assert f.params["policy"].estimate == "unfair"
     assert f.params["spins_per_round"].estimate == 250  # the spins of one round, from spins over rounds
     assert _fit("version-store", {}, {"start_s": 0.05, "interval_s": 0.4}).params.get("policy") is None
@@ -123,20 +123,20 @@ def test_trace_flag_3933_is_read_from_the_spins_with_the_spin_rounds():
 
 def test_without_extended_events_the_acquire_rate_is_named_as_missing():
     snap = from_model("closed-latch", {}, xevents=False)
-    with pytest.raises(fitting.FitError, match="latch_acquired"):
-        fitting.fit(snap)
+    with pytest.raises(fit.FitError, match="latch_acquired"):
+        fit.fit(snap)
 
 
 def test_no_latch_waits_is_not_a_latch_problem():
     snap = from_model("cci-decommit", {"sessions": 8, "schedulers": 8, "rowgroups": 1})  # lpim on: no waits
-    f = fitting.fit(snap)
+    f = fit.fit(snap)
     assert f.scenario is None and f.diagnosis.name == evidence.HEALTHY
     assert whatif.predict(f, "unfair-latch").applies is False
 
 
 def test_fit_is_a_pure_function_of_the_snapshot():
     snap = from_model("closed-latch", {})
-    assert fitting.fit(snap).to_json() == fitting.fit(parse(snap.to_csv())).to_json()
+    assert fit.fit(snap).to_json() == fit.fit(parse(snap.to_csv())).to_json()
 
 
 def test_the_snapshot_window_is_the_difference_of_two_reads():
@@ -180,7 +180,7 @@ def test_whatif_matches_a_fresh_run_at_the_changed_parameters(scenario, params, 
     truth = dict(models.get_scenario(scenario).defaults(), **params)
     spec = models.get_scenario(scenario)
     extra = spec.change(change).sets(truth, None)
-    sized = fitting.sized(spec, dict(truth, **extra), f.rate_per_s, whatif.run_seconds(f))
+    sized = fit.sized(spec, dict(truth, **extra), f.rate_per_s, whatif.run_seconds(f))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fresh, _ = whatif.metrics(spec, models.run(scenario, **sized))
@@ -266,9 +266,9 @@ def test_snapshot_fit_and_whatif_round_trip_on_the_command_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "models", "snapshot", "version-store", "connections=6",
                            "--start-s", "0.05", "--interval-s", "0.4"], capture_output=True, text=True, check=True)
     path.write_text(done.stdout)
-    fit = subprocess.run([sys.executable, "-m", "models", "fit", str(path), "--json"],
+    fitted = subprocess.run([sys.executable, "-m", "models", "fit", str(path), "--json"],
                          capture_output=True, text=True, check=True)
-    assert '"scenario": "version-store"' in fit.stdout
+    assert '"scenario": "version-store"' in fitted.stdout
     what = subprocess.run([sys.executable, "-m", "models", "whatif", str(path), "versioning-off"],
                           capture_output=True, text=True, check=True)
     assert "updates/s" in what.stdout

@@ -26,7 +26,7 @@ import pytest
 import models
 from models import cli
 from models.book.analysis import your_server
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import (
@@ -217,21 +217,21 @@ def test_waits_that_sessions_could_not_have_waited_are_named():
     row = next(line for line in good.splitlines() if line.startswith("latch,CLOSED_LATCH,"))
     fields = row.split(",")
     fields[3] = "1000000"
-    with pytest.raises(fitting.FitError, match=r"16 sessions can wait at most"):
-        fitting.fit(parse(_with_row(good, "latch,CLOSED_LATCH,", ",".join(fields))))
+    with pytest.raises(fit.FitError, match=r"16 sessions can wait at most"):
+        fit.fit(parse(_with_row(good, "latch,CLOSED_LATCH,", ",".join(fields))))
 
 
 def test_a_setting_the_model_cannot_run_is_named_with_its_source():
     good = from_model("closed-latch", {"workers": 16, "acquires": 40_000}).to_csv()
-    with pytest.raises(fitting.FitError, match=r"the capture's sessions setting \(the instance's: no database_sessions setting, .*\) gives workers=2000, which the "
+    with pytest.raises(fit.FitError, match=r"the capture's sessions setting \(the instance's: no database_sessions setting, .*\) gives workers=2000, which the "
                                                r"closed-latch model cannot run"):
-        fitting.fit(parse(_with_setting(good, "sessions", "2000")))
+        fit.fit(parse(_with_setting(good, "sessions", "2000")))
 
 
 def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
-    point = fitting.Point(fitted={"hold_ms": (2500.0, "ms", "from the rates"), "think_ms": (1.0, "ms", "rest")},
+    point = fit.Point(fitted={"hold_ms": (2500.0, "ms", "from the rates"), "think_ms": (1.0, "ms", "rest")},
                           settings={"workers": (8, "the capture's sessions setting")}, assumed={}, rate_per_s=100.0)
-    values, clipped = fitting._estimates(models.get_scenario("closed-latch"), point)
+    values, clipped = fit._estimates(models.get_scenario("closed-latch"), point)
     limit = models.get_scenario("closed-latch").param("hold_ms").high
     assert values["hold_ms"] == limit and clipped == {"hold_ms": "high"}
     snap = from_model("closed-latch", {"workers": 4, "hold_ms": 0.3, "think_ms": 0.5, "acquires": 4_000})
@@ -244,11 +244,11 @@ def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(models.CATALOGUE, "closed-latch", dataclasses.replace(spec, estimate=too_long))
-        fit = fitting.fit(snap, replicates=2)
-    assert fit.params["hold_ms"].clipped == "high" and fit.params["hold_ms"].estimate == limit
-    assert json.loads(fit.to_json())["params"]["hold_ms"]["clipped"] == "high"
-    assert json.loads(fit.to_json())["params"]["workers"]["clipped"] is None
-    text = cli.fit_text(fit)
+        fitted = fit.fit(snap, replicates=2)
+    assert fitted.params["hold_ms"].clipped == "high" and fitted.params["hold_ms"].estimate == limit
+    assert json.loads(fitted.to_json())["params"]["hold_ms"]["clipped"] == "high"
+    assert json.loads(fitted.to_json())["params"]["workers"]["clipped"] is None
+    text = cli.fit_text(fitted)
     line = next(ln for ln in text.splitlines() if ln.split()[:1] == ["hold_ms"])
     assert "fitted, CLIPPED" in line and "the relation gives 2,500 ms" in line
 
@@ -358,9 +358,9 @@ def test_value_fuzz_of_snapshots_ends_in_a_result_or_a_named_error():
         start = time.perf_counter()
         try:
             snap = parse(text)
-            fit = fitting.fit(snap)
-            if fit.scenario:
-                whatif.table(fit, snap)
+            fitted = fit.fit(snap)
+            if fitted.scenario:
+                whatif.table(fitted, snap)
             outcomes["result"] += 1
         except ParameterError as err:
             assert "relations fail" not in str(err), text
@@ -419,8 +419,8 @@ def test_a_relation_that_goes_below_a_floor_is_reported_clipped_not_floored():
     text = _with_row(snap.to_csv(), "wait,LATCH_EX,", f"wait,LATCH_EX,{waits:.0f},"
                      f"{snap.get('wait', 'LATCH_EX', 'time_ms')},{snap.get('wait', 'LATCH_EX', 'max_time_ms')},"
                      f"{0.3 * waits / 1000.0:.3f},,,")
-    fit = fitting.fit(parse(text), replicates=2)
-    wakeup = fit.params["wakeup_us"]
+    fitted = fit.fit(parse(text), replicates=2)
+    wakeup = fitted.params["wakeup_us"]
     assert (wakeup.estimate, wakeup.clipped) == (0.0, "low")
     assert "the relation gives -1.7 us" in wakeup.how
 
@@ -448,14 +448,14 @@ def test_the_python_front_of_fit_and_whatif_checks_its_arguments():
                             ({"replicates": 10**9}, "replicates=1000000000 is out of range"),
                             ({"replicates": "3"}, "replicates='3' is out of range"),
                             ({"progress": 3}, "progress=3 is not allowed")):
-        with pytest.raises(fitting.FitError, match=message):
-            fitting.fit(snap, **kwargs)
-    with pytest.raises(fitting.FitError, match="snap=NoneType is not a Snapshot"):
-        fitting.fit(None)
+        with pytest.raises(fit.FitError, match=message):
+            fit.fit(snap, **kwargs)
+    with pytest.raises(fit.FitError, match="snap=NoneType is not a Snapshot"):
+        fit.fit(None)
     with pytest.raises(ParameterError, match="fit=NoneType is not a Fit"):
         whatif.table(None)
     with pytest.raises(ParameterError, match=r"scenario='' is unknown"):
-        fitting.fit(snap, scenario="")
+        fit.fit(snap, scenario="")
 
 
 def test_long_names_and_fields_are_cut_in_messages():
@@ -493,8 +493,8 @@ def test_a_model_snapshot_window_after_the_run_is_refused():
 def test_a_saturated_closed_latch_fits_with_its_think_time_clipped_not_refused():
     """Waits counted as they end may have begun before the interval: a saturated latch's workers can show more
     waiting than the interval held, which is the busy-time bound's case, not a contradiction."""
-    fit = fitting.fit(from_model("closed-latch", {"workers": 1024, "acquires": 400_000}), replicates=2)
-    assert fit.params["hold_ms"].estimate > 0 and fit.params["think_ms"].clipped in ("", "low")
+    fitted = fit.fit(from_model("closed-latch", {"workers": 1024, "acquires": 400_000}), replicates=2)
+    assert fitted.params["hold_ms"].estimate > 0 and fitted.params["think_ms"].clipped in ("", "low")
 
 
 def test_grant_queue_counts_that_bound_nothing_are_refused():
@@ -507,17 +507,17 @@ def test_grant_queue_counts_that_bound_nothing_are_refused():
         changed = list(fields)
         changed[2] = str(waits)
         changed[3] = "0" if waits == 0 else changed[3]
-        with pytest.raises(fitting.FitError, match=message):
-            fitting.fit(parse(_with_row(good, "wait,RESOURCE_SEMAPHORE,", ",".join(changed))),
+        with pytest.raises(fit.FitError, match=message):
+            fit.fit(parse(_with_row(good, "wait,RESOURCE_SEMAPHORE,", ",".join(changed))),
                         scenario="cci-insert")
 
 
 def test_a_change_that_takes_the_model_out_of_range_is_not_modelled_in_the_table():
     from dataclasses import replace
 
-    fit = fitting.fit(from_model("cci-insert", {}))
-    fit.params["max_server_memory_mb"] = replace(fit.params["max_server_memory_mb"], estimate=4_194_304)
-    table = whatif.table(fit)
+    fitted = fit.fit(from_model("cci-insert", {}))
+    fitted.params["max_server_memory_mb"] = replace(fitted.params["max_server_memory_mb"], estimate=4_194_304)
+    table = whatif.table(fitted)
     row = table[table["change"] == "more-memory"].iloc[0]
     assert np.isnan(row["throughput"]) and row["note"].startswith("not modelled: more-memory: max_server_memory_mb")
 

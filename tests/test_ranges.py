@@ -16,7 +16,7 @@ from models import cli
 from models.book.analysis import hot_page
 from models.book.analysis import your_server as ys
 from models.fitting import coverage
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import Snapshot
@@ -29,7 +29,7 @@ LAST_PAGE = "last-page-insert"
 
 
 def test_the_half_width_is_the_t_quantile_of_the_replicates():
-    assert t_quantile(fitting.REPLICATES - 1) == 2.570582  # t with 5 degrees of freedom, 97.5%: not the 2 sd of old
+    assert t_quantile(fit.REPLICATES - 1) == 2.570582  # t with 5 degrees of freedom, 97.5%: not the 2 sd of old
     assert t_quantile(1) == 12.706205  # two replicates
     assert t_quantile(5, 0.999) == pytest.approx(6.8688, abs=1e-4)
     with pytest.raises(ValueError, match="dof=0"):
@@ -37,10 +37,10 @@ def test_the_half_width_is_the_t_quantile_of_the_replicates():
 
 
 def test_the_fit_states_its_level_and_quantile_in_text_and_json():
-    f = fitting.fit(from_model("closed-latch", {}))
-    assert f.half_width == pytest.approx(t_quantile(fitting.REPLICATES - 1) * fitting.INFLATION)
+    f = fit.fit(from_model("closed-latch", {}))
+    assert f.half_width == pytest.approx(t_quantile(fit.REPLICATES - 1) * fit.INFLATION)
     ranges = json.loads(f.to_json())["ranges"]
-    assert ranges["level"] == fitting.LEVEL and ranges["replicates"] == fitting.REPLICATES
+    assert ranges["level"] == fit.LEVEL and ranges["replicates"] == fit.REPLICATES
     assert "95% ranges" in cli.fit_text(f) and "Student t with 5 degrees of freedom" in cli.fit_text(f)
     e = f.params["hold_ms"]
     sd = pd.Series([r["hold_ms"] for r in f.replicates]).std()
@@ -65,8 +65,8 @@ def _spy_fit(monkeypatch, snap, assume):
         return from_model(scenario, params, **window)
 
     monkeypatch.setitem(models.CATALOGUE, LAST_PAGE, dataclasses.replace(spec, estimate=estimator))
-    monkeypatch.setattr(fitting, "from_model", recorded)
-    return fitting.fit(snap, scenario=LAST_PAGE, assume=assume), seen_setups, runs
+    monkeypatch.setattr(fit, "from_model", recorded)
+    return fit.fit(snap, scenario=LAST_PAGE, assume=assume), seen_setups, runs
 
 
 def test_replicates_run_under_exactly_the_values_the_estimator_assumed(monkeypatch):
@@ -83,7 +83,7 @@ def test_replicates_run_under_exactly_the_values_the_estimator_assumed(monkeypat
     assert len(main) > len(seen) / 2 and all(s == seen[0] for s in main)
     assert seen[0]["new_page_us"] == setup["new_page_us"]
     own = {n for n, e in f.params.items() if e.basis in ("fitted", "read")} | set(spec.size_params) | {"seed"}
-    assert len(runs) >= fitting.REPLICATES
+    assert len(runs) >= fit.REPLICATES
     for run in runs:
         for name, value in seen[0].items():
             if name not in own:
@@ -98,7 +98,7 @@ def test_the_hot_page_range_holds_the_truth_under_its_own_setup():
     the value that wrote it (the queue's cost included, found by running the model)."""
     known, window = ys.ROUND_TRIPS[LAST_PAGE]
     snap = from_model(LAST_PAGE, known, **window)
-    f = fitting.fit(snap, assume=ys.setup_assumed(LAST_PAGE, known, window))
+    f = fit.fit(snap, assume=ys.setup_assumed(LAST_PAGE, known, window))
     for name in ("contender_cost_us", "cpu_before_us", "think_us"):
         e = f.params[name]
         assert e.basis == "fitted" and e.low <= known[name] <= e.high, (name, e.low, known[name], e.high)
@@ -120,12 +120,12 @@ def test_the_command_line_fits_under_the_values_it_is_told(tmp_path):
 
 def test_assume_takes_only_what_the_fit_does_not_estimate():
     snap = from_model("closed-latch", {})
-    with pytest.raises(fitting.FitError, match="estimates from the snapshot"):
-        fitting.fit(snap, assume={"hold_ms": 0.2})
-    with pytest.raises(fitting.FitError, match="not a parameter"):
-        fitting.fit(snap, assume={"no_such": 1})
-    with pytest.raises(fitting.FitError, match="assume"):
-        fitting.fit(snap, assume={"context_switch_us": -5.0})
+    with pytest.raises(fit.FitError, match="estimates from the snapshot"):
+        fit.fit(snap, assume={"hold_ms": 0.2})
+    with pytest.raises(fit.FitError, match="not a parameter"):
+        fit.fit(snap, assume={"no_such": 1})
+    with pytest.raises(fit.FitError, match="assume"):
+        fit.fit(snap, assume={"context_switch_us": -5.0})
 
 
 # ----------------------------------------------------------------------------- misspecified snapshots
@@ -143,8 +143,8 @@ CROSSED = [("convoy", "closed-latch"), ("closed-latch", "convoy"), ("parallel-in
 
 @pytest.mark.parametrize("source, forced", CROSSED, ids=[f"{a}-as-{b}" for a, b in CROSSED])
 def test_a_snapshot_of_one_mechanism_fitted_as_another_is_refused(source, forced):
-    with pytest.raises(fitting.FitError, match="does not reproduce the capture"):
-        fitting.fit(_snap(source), scenario=forced)
+    with pytest.raises(fit.FitError, match="does not reproduce the capture"):
+        fit.fit(_snap(source), scenario=forced)
 
 
 # Where the forced model is the other's generalisation, it may fit: the closed latch is any closed loop on one
@@ -161,8 +161,8 @@ def test_no_snapshot_fitted_as_another_scenario_ends_in_a_confident_fit():
             if forced == source or (source, forced) in GENERALISES:
                 continue
             try:
-                f = fitting.fit(snap, scenario=forced)
-            except fitting.FitError:
+                f = fit.fit(snap, scenario=forced)
+            except fit.FitError:
                 continue
             if not any(e.clipped for e in f.params.values()):
                 confident.append(f"{source} as {forced}")
@@ -188,11 +188,11 @@ UNRELATED = [("convoy", "scheduler", "time_ms"), ("closed-latch", "scheduler", "
 def test_unrelated_work_in_the_counters_is_background_not_a_misfit(scenario, source, column):
     """Half as much again from other work in an instance-wide count: the fit stands and names the excess as the
     instance's other work; only where the estimator itself reads that count may the model miss its own counts."""
-    assert not fitting.fit(_snap(scenario), scenario=scenario).misfit  # the capture alone fits
+    assert not fit.fit(_snap(scenario), scenario=scenario).misfit  # the capture alone fits
     snap = _with_more(_snap(scenario), source, column, 1.5)
     try:
-        f = fitting.fit(snap, scenario=scenario)
-    except fitting.FitError as err:  # the estimator read the inflated count: the model's own counts say so
+        f = fit.fit(snap, scenario=scenario)
+    except fit.FitError as err:  # the estimator read the inflated count: the model's own counts say so
         assert "does not reproduce the capture" in str(err) and "(the hot index)" in str(err)
         return
     assert f.background and any(text.startswith(source) for text in f.background), f.background
@@ -202,20 +202,20 @@ def test_unrelated_work_in_the_counters_is_background_not_a_misfit(scenario, sou
 def test_a_misfit_names_the_count_and_both_rates():
     """A count that is the modelled index's own (its pages allocated) far off the model's: the fit is refused."""
     snap = _with_more(_snap(LAST_PAGE), "index_allocation", "count", 1.6)
-    with pytest.raises(fitting.FitError, match=r"index_allocation \(the hot index\) count: [\d,.]+ per second in the "
+    with pytest.raises(fit.FitError, match=r"index_allocation \(the hot index\) count: [\d,.]+ per second in the "
                                                r"capture, [\d,.]+ in the fitted model's snapshots \(\d+% off"):
-        fitting.fit(snap)
-    answered = fitting.answer(snap)  # as the command line asks: the refusal is an answer, the diagnosis stands
+        fit.fit(snap)
+    answered = fit.answer(snap)  # as the command line asks: the refusal is an answer, the diagnosis stands
     assert answered.refusal and answered.diagnosis.scenario == LAST_PAGE and not answered.params
 
 
 def test_a_smaller_miss_widens_every_range_to_at_least_the_miss():
     """The hot index's pages allocated 20% above the model's: the fit stands, but no range is narrower than the miss."""
     snap = _with_more(_snap(LAST_PAGE), "index_allocation", "count", 1.2)
-    f = fitting.fit(snap)
+    f = fit.fit(snap)
     assert f.misfit and f.misfit[0].startswith("index_allocation (the hot index) count")
     share = float(f.misfit[0].split("(")[2].split("%")[0]) / 100
-    assert 0.1 <= share <= fitting.MISFIT_REFUSED
+    assert 0.1 <= share <= fit.MISFIT_REFUSED
     for name, e in f.params.items():
         if e.basis == "fitted":
             assert e.high - e.estimate >= 0.95 * share * e.estimate and "widened" in e.how, name
@@ -265,8 +265,8 @@ def test_the_stored_study_holds_the_nominal_level_within_a_few_points():
     stored = pd.read_csv(ys.COVERAGE)
     assert set(stored["scenario"]) == set(models.scenarios())
     assert (stored["trips"] >= 100).all()
-    assert (stored["level"] == fitting.LEVEL).all() and (stored["replicates"] == fitting.REPLICATES).all()
-    low = stored[stored["coverage"] < fitting.LEVEL - 0.05]
+    assert (stored["level"] == fit.LEVEL).all() and (stored["replicates"] == fit.REPLICATES).all()
+    low = stored[stored["coverage"] < fit.LEVEL - 0.05]
     assert low.empty, low[["scenario", "parameter", "coverage"]].to_string()
     # The misfit check seldom refuses a true model, but for the hot page near its cliff, where the same values run
     # with or without a convoy (chapter 9 says so): there a refusal is the fit declining a bistable capture.
@@ -312,7 +312,7 @@ def test_whatifs_that_rest_on_an_assumed_wake_up_carry_its_band():
     """The example's wake-up is assumed (100 sessions on 16 schedulers): each gain comes with its range over the
     wake-up band, the fit redone at each end; batching wins at both ends, flow control's gain spreads."""
     snap = ys.load(ys.EXAMPLE)
-    f = fitting.fit(snap)
+    f = fit.fit(snap)
     table = whatif.table(f, snap).set_index("change")
     for name in ("guid-key", "sequential-key", "batch"):
         row = table.loc[name]
@@ -327,7 +327,7 @@ def test_whatifs_that_rest_on_an_assumed_wake_up_carry_its_band():
 def test_a_fitted_wake_up_needs_no_band():
     """With a scheduler per session the signal wait is the hand-off, read off the capture: nothing to band."""
     snap = from_model("parallel-insert", {"maxdop": 16, "hold_us": 6.0}, start_s=0.02, interval_s=0.1)
-    f = fitting.fit(snap)
+    f = fit.fit(snap)
     assert f.params["wakeup_us"].basis == "fitted"
     assert not any(b.param == "wakeup_us" for each in whatif.band_table(f, snap).values() for b in each)
 

@@ -11,7 +11,7 @@ import toy_scenario  # tests/toy_scenario.py (pytest puts tests/ on the path)
 
 import models
 from models import cli
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.scenarios.base import Capture, ScenarioError, Throughput
@@ -66,10 +66,10 @@ def test_a_new_scenario_needs_one_module_and_its_registration(toy, capsys) -> No
     assert cli.main(["list"]) == 0 and "toy: A toy scenario" in capsys.readouterr().out
     snap = from_model("toy", {"workers": 3, "rounds": 200, "wakeup_us": 20.0})
     assert snap.setting("sessions") == 3  # the capture counts the sessions by the toy's own parameter
-    assert fitting.diagnoses()["TOY_LATCH"] == ("LATCH_EX on TOY_LATCH", "toy")
-    assert fitting.diagnose(snap).scenario == "toy"
-    with pytest.raises(fitting.FitError, match="the toy scenario has no estimator"):
-        fitting.fit(snap, replicates=2)
+    assert fit.diagnoses()["TOY_LATCH"] == ("LATCH_EX on TOY_LATCH", "toy")
+    assert fit.diagnose(snap).scenario == "toy"
+    with pytest.raises(fit.FitError, match="the toy scenario has no estimator"):
+        fit.fit(snap, replicates=2)
     assert [spec.name for spec, _ in whatif.changes()["shorter-hold"]] == ["toy"]
     assert whatif.parse_change("shorter-hold=20") == ("shorter-hold", 20.0)
     from models.book import widgets

@@ -16,7 +16,7 @@ import pytest
 
 from models.book.analysis import tempdb_capture
 from models.counters import evidence
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.counters.snapshot import OutOfRange, parse, read
 from models.params import ParameterError
@@ -38,8 +38,8 @@ def round_trip(which: str) -> tempdb_capture.RoundTrip:
 
 
 @lru_cache(maxsize=None)
-def fitted(stem: str) -> fitting.Fit:
-    return fitting.answer(read(CAPTURES / f"{stem}.csv"))
+def fitted(stem: str) -> fit.Fit:
+    return fit.answer(read(CAPTURES / f"{stem}.csv"))
 
 
 def test_tempdb_waiters_are_claimed_by_the_tempdb_rule_with_the_advice():
@@ -150,9 +150,9 @@ def test_the_capture_scripts_new_rows_parse():
     snap = parse(_snap_text(ROWS))
     assert snap.setting("tempdb_metadata_memory_optimized") == 0
     assert snap.get("counter", "Active Temp Tables") == 310 and snap.get("file_size", "2:9:ROWS") == 8192
-    d = fitting.diagnose(snap)
+    d = fit.diagnose(snap)
     assert d.scenario == "tempdb"
-    point = tempdb.estimate(snap, fitting.assumed_setup(tempdb.SCENARIO, None))
+    point = tempdb.estimate(snap, fit.assumed_setup(tempdb.SCENARIO, None))
     assert point.settings["metadata"][0] == "latched" and point.settings["files"][0] == 8
     said = " ".join(point.caveats)
     assert "12 temporary tables waiting to be destroyed" in said and "version store also lives in tempdb" in said
@@ -175,19 +175,19 @@ def test_bad_tempdb_rows_are_refused_naming_the_field(row, pattern):
 def test_a_capture_without_what_the_fit_needs_refuses_naming_it(drop, pattern):
     text = "\n".join(line for line in _snap_text(ROWS).splitlines() if drop not in line) + "\n"
     with pytest.raises(evidence.FitError, match=pattern):
-        tempdb.estimate(parse(text), fitting.assumed_setup(tempdb.SCENARIO, None))
+        tempdb.estimate(parse(text), fit.assumed_setup(tempdb.SCENARIO, None))
 
 
 def test_pfs_waits_on_2019_contradict_the_model():
     rows = [r.replace("page,2:1:118,1200", "page,2:1:1,1200") for r in ROWS]
     with pytest.raises(evidence.FitError, match="PFS pages, which SQL Server 2019 and later update under a shared"):
-        tempdb.estimate(parse(_snap_text(rows)), fitting.assumed_setup(tempdb.SCENARIO, None))
+        tempdb.estimate(parse(_snap_text(rows)), fit.assumed_setup(tempdb.SCENARIO, None))
 
 
 def test_memory_optimized_metadata_before_2019_is_contradictory():
     text = _snap_text(ROWS, {"version": tempdb.VERSION_STRINGS["2016"], "tempdb_metadata_memory_optimized": 1})
     with pytest.raises(evidence.FitError, match="before SQL Server 2019"):
-        tempdb.estimate(parse(text), fitting.assumed_setup(tempdb.SCENARIO, None))
+        tempdb.estimate(parse(text), fit.assumed_setup(tempdb.SCENARIO, None))
 
 
 @pytest.mark.parametrize("stem", ["tempdb_allocation", "tempdb_metadata", "tempdb_2022_four_pages"])

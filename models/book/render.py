@@ -29,6 +29,7 @@ differ between BLAS kernels; a chart cannot show them anyway). Importing
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import json
@@ -38,6 +39,7 @@ from typing import Any, ContextManager, Iterator
 
 import altair as alt
 import pandas as pd
+from altair.utils import schemapi
 
 from models.book.stored import CHART, significant
 
@@ -206,8 +208,6 @@ def _subcharts(chart: Any) -> Iterator[Any]:
 def unchecked() -> ContextManager[None]:
     """Build charts without Altair's schema check on every object (a live panel's redraw; the book's
     charts are built checked, by the same functions)."""
-    from altair.utils import schemapi
-
     return schemapi.debug_mode(False)
 
 
@@ -244,9 +244,7 @@ def quick_spec(chart: Any) -> dict[str, Any]:
 def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
     """The mime bundle JupyterLab draws natively for a Vega-Lite spec: the spec compiled to Vega 5 (floats
     rounded), its PNG (so JupyterLab has no PNG of its own to add), the spec and a plain-text stand-in."""
-    import base64
-
-    import vl_convert as vlc
+    import vl_convert as vlc  # a large native library: loaded only when a chart is compiled for a notebook
 
     source = _portable(spec)
     vega = _portable(vlc.vegalite_to_vega(source, vl_version=NOTEBOOK_VEGALITE))

@@ -33,9 +33,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
+from tqdm import tqdm
 
+import models
 from models.book.stored import CI_SUFFIX, data_dir
 from models.files import write_text_atomic
+from models.params import ParameterError
 from models.statistics import mean_ci
 
 METRICS = ("elapsed_ms", "throughput_per_s", "acquires", "waiting_requests_count", "wait_time_ms",
@@ -147,8 +150,6 @@ MEASURES: dict[str, tuple[tuple[str, ...], Callable[[Any], dict[str, Any]]]] = {
 
 def run_one(scenario: str, params: dict[str, Any], measure: str = "latch") -> dict[str, Any]:
     """One run's metrics (the unit of work an executor ships to a process or a Dask worker)."""
-    import models
-
     return MEASURES[measure][1](models.run(scenario, **params))
 
 
@@ -204,8 +205,6 @@ def _checked_jobs(jobs: int | None) -> int:
     if jobs is None:
         return cpus
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= cpus:
-        from models.params import ParameterError
-
         raise ParameterError(f"jobs={jobs!r} is out of range: use a whole number of processes from 1 to {cpus} "
                              f"(this machine's CPUs)")
     return jobs
@@ -213,7 +212,7 @@ def _checked_jobs(jobs: int | None) -> int:
 
 async def _handshake(address: str) -> None:
     """Connect to ``address`` and exchange Dask's greeting, within DASK_CONNECT_S in all."""
-    from distributed.comm import connect
+    from distributed.comm import connect  # Dask: loaded only when a sweep is sent to a cluster
 
     comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_S), DASK_CONNECT_S)
     await comm.close()
@@ -225,9 +224,7 @@ def _dask_client(address: str) -> Any:
     The greeting is tried first, on an event loop of its own with a deadline: distributed's Client waits
     for it without one, so a peer that accepts the connection and stays silent would hang it.
     """
-    from distributed import Client
-
-    from models.params import ParameterError
+    from distributed import Client  # Dask: loaded only when a sweep is sent to a cluster
 
     try:
         with ThreadPoolExecutor(1) as probe:  # a thread: the caller may be running an event loop (Jupyter)
@@ -253,7 +250,7 @@ def _dask_client(address: str) -> Any:
 
 def _run_on_dask(client: Any, fn: Callable[..., Any], arglist: list[tuple], results: list[Any], bar: Any) -> None:
     """Fill ``results`` through the Dask ``client``, then close it; on any error or Ctrl-C cancel what is left."""
-    from distributed import as_completed as dask_completed
+    from distributed import as_completed as dask_completed  # Dask: loaded only when a sweep is sent to a cluster
 
     futures: list[Any] = []
     try:
@@ -353,8 +350,6 @@ class _Progress:
     FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]"
 
     def __init__(self, total: int, label: str, startup_runs: int, enabled: bool) -> None:
-        from tqdm import tqdm
-
         self.rate = RunRate(total, startup_runs)
         self.bar = tqdm(total=total, desc=label, disable=not enabled, file=sys.stderr, miniters=1,
                         bar_format=self.FORMAT, postfix=self.rate.status())
@@ -428,7 +423,7 @@ class Study:
 
 def _modules() -> dict[str, Any]:
     """Every module under ``models/book/sweeps`` that defines a SWEEP or a STUDY, by its name."""
-    from models.book import sweeps as package
+    from models.book import sweeps as package  # its modules import this one: loaded once this one is
 
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
@@ -467,8 +462,6 @@ def write_sweep(name: str, out_dir: Path | None = None, *, jobs: int | None = No
     ``jobs`` says (it is one sequence of fits); ``quick`` asks it for its
     smaller version, and a grid refuses it.
     """
-    from models.params import ParameterError
-
     out_dir = data_dir() if out_dir is None else out_dir
     modules = _modules()
     if name not in modules:

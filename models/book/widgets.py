@@ -46,7 +46,7 @@ import models
 from models.book import charts, render
 from models.book.analysis import your_server
 from models.book.stored import find_book_root
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.params import check_name
 from models.scenarios.base import Scenario
@@ -115,7 +115,7 @@ def _chart_view_esm() -> str:
     if vendored is not None and vendored.is_file():
         bundle = vendored.read_text(encoding="utf-8")
     else:
-        import vl_convert
+        import vl_convert  # a large native library: loaded only when the vendored bundle is missing
 
         bundle = "(function () {\n" + vl_convert.javascript_bundle() + "\n})();\n"
     return bundle + Path(__file__).with_name("chart_view.js").read_text(encoding="utf-8")
@@ -478,30 +478,30 @@ class SnapshotPanel:
         start = time.perf_counter()
         try:
             snap = your_server.load(source)
-            fit = fitting.answer(snap, progress=lambda x: self._progress(name, x))
-            table = whatif.table(fit, snap) if fit.params else None
+            fitted = fit.answer(snap, progress=lambda x: self._progress(name, x))
+            table = whatif.table(fitted, snap) if fitted.params else None
         except models.ParameterError as err:
             kind = getattr(err, "kind", "")
             self.status.value = _error_html(f"{name}: {kind + ': ' if kind else ''}{err}")
             return
         with self.output:  # the diagnosis first: it stands whether or not a model is fitted
-            display(charts.text_table(your_server.diagnosis_frame(fit.diagnosis), f"Diagnosis: {fit.diagnosis.name}"
-                                      + (f" (the {fit.scenario} model)" if fit.scenario else "")))
-            if fit.refusal:
-                display(charts.text_table(pd.DataFrame([{"why no model was fitted": fit.refusal}]), "No model fitted"))
-            if fit.params:
-                display(charts.text_table(your_server.attribution_frame(fit), "What the fit charged to the workload"))
-                display(charts.text_table(your_server.params_frame(fit), "The fitted model"))
-                if fit.undetermined:
-                    display(charts.text_table(your_server.undetermined_frame(fit), "What this snapshot cannot determine"))
+            display(charts.text_table(your_server.diagnosis_frame(fitted.diagnosis), f"Diagnosis: {fitted.diagnosis.name}"
+                                      + (f" (the {fitted.scenario} model)" if fitted.scenario else "")))
+            if fitted.refusal:
+                display(charts.text_table(pd.DataFrame([{"why no model was fitted": fitted.refusal}]), "No model fitted"))
+            if fitted.params:
+                display(charts.text_table(your_server.attribution_frame(fitted), "What the fit charged to the workload"))
+                display(charts.text_table(your_server.params_frame(fitted), "The fitted model"))
+                if fitted.undetermined:
+                    display(charts.text_table(your_server.undetermined_frame(fitted), "What this snapshot cannot determine"))
                 rows = your_server.whatif_frame(table)
                 if len(rows):
                     display(charts.text_table(your_server.whatif_shown(rows), "What each change would buy"))
                     display(charts.whatif_chart(rows, title="What each change would buy",
                                                 caption="Each dot is the fitted model's throughput after the change "
                                                         "over its throughput now; the bar is its range."))
-        self.status.value = (f"<p>{html.escape(name)}: {html.escape(fit.diagnosis.name)}, "
-                             + ("fitted" if fit.params else "no model fitted")
+        self.status.value = (f"<p>{html.escape(name)}: {html.escape(fitted.diagnosis.name)}, "
+                             + ("fitted" if fitted.params else "no model fitted")
                              + f" in {_duration(time.perf_counter() - start)}</p>")
 
     def _progress(self, name: str, done: float) -> None:

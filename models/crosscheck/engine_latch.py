@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import models
 from ._summary import ClosedResult, OpenResult, check_common, summarise_closed, summarise_open
 
 __all__ = ["engine_convoy", "engine_closed_latch"]
@@ -29,8 +30,6 @@ def engine_convoy(lam: float, hold_ms: float = 2.0, hold_dist: str = "fixed", ha
                   n_requests: int = 20000, seed: int = 1, warmup: int | None = None,
                   schedulers: int = 64) -> OpenResult:
     """Run the engine's "convoy" scenario as the open latch system (Poisson, fair, no CPU waits)."""
-    import models
-
     warmup = check_common(hold_ms, hold_dist, handoff_ms, n_requests, warmup, "n_requests")
     n = int(n_requests)
     res = models.run("convoy", arrival_rate_per_s=lam * 1000.0, arrivals="poisson", hold_ms=hold_ms,
@@ -47,8 +46,6 @@ def engine_closed_latch(workers: int, hold_ms: float = 0.1, hold_dist: str = "ex
                         handoff_ms: float = 0.0, think_ms: float = 1.0, think_dist: str = "exponential",
                         n_acquires: int = 20000, seed: int = 1, warmup: int | None = None) -> ClosedResult:
     """Run the engine's "closed-latch" scenario as the machine-repairman system with a fair hand-off."""
-    import models
-
     warmup = check_common(hold_ms, hold_dist, handoff_ms, n_acquires, warmup, "n_acquires")
     n = int(n_acquires)
     total = max(int(np.ceil(n * CLOSED_EXTRA)), int(workers))

@@ -18,8 +18,6 @@ from models.engine.jit import JIT
 
 TICKS_PER_US = 1024.0
 TICK_US = 1.0 / TICKS_PER_US
-# Simulated time at which whole ticks stop being exact in a float64 (2**53 ticks), in ms.
-EXACT_LIMIT_MS = 2.0**53 * TICK_US / 1000.0
 
 
 @njit(**JIT)

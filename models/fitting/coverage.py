@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from models.counters.evidence import FitError
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting.capture import from_model
 from models.params import ParameterError
 from models.scenarios import get_scenario
@@ -55,7 +55,7 @@ def fitted_names(scenario: str, base: dict[str, Any], window: dict[str, float]) 
     """The parameters the fit estimates from a snapshot of the model at ``base`` (over ``window``)."""
     spec = get_scenario(scenario)
     snap = _snapshot(scenario, base, window)
-    setup = fitting.assumed_setup(spec, None)
+    setup = fit.assumed_setup(spec, None)
     return list(spec.estimate(snap, dict(setup, **{k: v for k, v in base.items() if k in setup})).fitted)
 
 
@@ -90,7 +90,7 @@ Dress = Callable[[Any, int], Any]  # (a model's snapshot, trip seed) -> the capt
 
 
 def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], seed: int, names: list[str],
-               replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None,
+               replicates: int = fit.REPLICATES, true_values: TrueValues | None = None,
                assume_instead: dict[str, Any] | None = None, dress: Dress | None = None,
                unknown: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One round trip's rows: for each fitted parameter its true value, estimate, range and whether it holds.
@@ -116,11 +116,11 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
     base = {"scenario": scenario, "seed": seed}
     if dress is not None:
         snap = dress(snap, seed)
-        found = fitting.diagnose(snap).scenario
+        found = fit.diagnose(snap).scenario
         if found != scenario:
             return [dict(base, parameter="", refused=f"diagnosed as {found}, not {scenario}")]
     try:
-        f = fitting.fit(snap, scenario=scenario, replicates=replicates, assume=assume)
+        f = fit.fit(snap, scenario=scenario, replicates=replicates, assume=assume)
     except (FitError, ParameterError) as err:
         return [dict(base, parameter="", refused=str(err)[:300])]
     rows = []
@@ -142,7 +142,7 @@ def round_trip(scenario: str, truth: dict[str, Any], window: dict[str, float], s
 
 
 def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trips: int, spread: float,
-          replicates: int = fitting.REPLICATES, true_values: TrueValues | None = None, first: int = 0,
+          replicates: int = fit.REPLICATES, true_values: TrueValues | None = None, first: int = 0,
           assume_instead: dict[str, Any] | None = None, dress: Dress | None = None,
           draw_unknown: Callable[[np.random.Generator], dict[str, Any]] | None = None,
           progress: Callable[[int, int], None] | None = None) -> tuple[pd.DataFrame, float]:
@@ -171,7 +171,7 @@ def study(scenario: str, base: dict[str, Any], window: dict[str, float], *, trip
 
 
 def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
-            replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+            replicates: int = fit.REPLICATES) -> pd.DataFrame:
     """Per scenario and fitted parameter: trips, refusals, how many ranges held the truth, and their width."""
     out = []
     for scenario, rows in trips.groupby("scenario", sort=False):
@@ -182,7 +182,7 @@ def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
         if fitted.empty:  # every trip refused: one row says so
             out.append({"scenario": scenario, "parameter": "", "trips": n, "refused": refused, "widened": 0,
                         "fitted": 0, "covered": 0, "coverage": math.nan, "median_half_width_rel": math.nan,
-                        "level": fitting.LEVEL, "replicates": replicates,
+                        "level": fit.LEVEL, "replicates": replicates,
                         "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2),
                         "band_coverage": math.nan})
         for name, group in fitted.groupby("parameter", sort=False):
@@ -192,14 +192,14 @@ def summary(trips: pd.DataFrame, seconds_per_trip: dict[str, float],
                         "fitted": len(group), "covered": covered,
                         "coverage": round(covered / len(group), 4) if len(group) else math.nan,
                         "median_half_width_rel": round(statistics.median(widths), 6) if widths else math.nan,
-                        "level": fitting.LEVEL, "replicates": replicates,
+                        "level": fit.LEVEL, "replicates": replicates,
                         "seconds_per_trip": round(seconds_per_trip.get(scenario, math.nan), 2),
                         "band_coverage": round(float(group["band_covered"].astype(bool).mean()), 4)
                         if "band_covered" in group and len(group) else math.nan})
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
 
 
-def needed_inflation(trips: pd.DataFrame, level: float = fitting.LEVEL) -> float:
+def needed_inflation(trips: pd.DataFrame, level: float = fit.LEVEL) -> float:
     """The smallest factor on every range's half-width that has each parameter's ranges hold the truth in ``level``
     of its fitted trips (1 or less: the ranges are wide enough as they are).
 

@@ -534,11 +534,6 @@ class Misfit:
     text: str
 
 
-def misfits(snap: Snapshot, model_snaps: list[Snapshot], scale: float) -> list[Misfit]:
-    """The capture's counts its fitted model does not reproduce, worst first (empty: it reproduces them all)."""
-    return compare(snap, model_snaps, scale)[0]
-
-
 def _rate(x: float) -> str:
     """A rate as the report prints it: whole with thousands separators from 100, else three significant digits."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from models.counters.snapshot import Snapshot
 from models.fitting.fit import TARGET_VISITS, Fit
 from models.fitting.fit import sized
-from models.counters.snapshot import Snapshot
+from models.fitting.fit import band_points
 from models.params import Param, ParameterError, resolve, shown
 from models.result import Result
 from models.scenarios import CATALOGUE, get_scenario, run
@@ -292,8 +293,6 @@ def band_table(fit: Fit, snap: Snapshot, value: float | None = None,
     band ends and their estimates are the fit's own (:func:`models.fitting.fit.band_points`)."""
     if fit.scenario is None or snap is None:
         return {}
-    from models.fitting.fit import band_points
-
     spec = get_scenario(fit.scenario)
     chosen = [c for c in spec.changes if only is None or c.name == only]
     seconds = run_seconds(fit) / 2.0  # the ends move the gain by far more than half the run's noise

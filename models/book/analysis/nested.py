@@ -18,8 +18,9 @@ import pandas as pd
 
 import models
 from models import analytic
-from models.statistics import mean_ci
+from models.book.analysis import fairness
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_BAND_US, WAKEUP_US
+from models.statistics import mean_ci
 
 SCALE = 64
 MEASURED_LATCHES = 347_435  # Obbish's measured acquires (he reasoned with a round 360,000)
@@ -459,16 +460,12 @@ def placement_table(query: str = "fast", seeds: Iterable[int] = SEEDS, **overrid
 def white_hold_us(elapsed_s: float) -> float:
     """Chapter 3's hold had White's fair run taken ``elapsed_s``: records x (hold + h) = elapsed, with its R and
     h (fairness.HOLD_US is this at 5.5 s, rounded to 0.1 us)."""
-    from models.book.analysis import fairness
-
     return elapsed_s * 1e6 / fairness.RECORDS - fairness.HANDOFF_US
 
 
 def full_logging_variants() -> dict[str, dict[str, float]]:
     """Exercise 4's settings: chapter 3's hold (White's laptop), that hold at both ends of his 5.5 s read as
     +-0.25 s, and a what-if for the virtual machine, the wake-up at the top of the book's band (30 us)."""
-    from models.book.analysis import fairness
-
     fair_s, slack = fairness.PUBLISHED["fair"]["elapsed_s"], fairness.ELAPSED_ROUNDING_S
     return {
         f"chapter 3 (White's {fair_s:g} s)": {"hold_us": fairness.HOLD_US},

@@ -53,6 +53,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
+from models import calibration
 from models.engine.program import MODE_NAMES
 from models.counters.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page  # noqa: F401 (the chapter quotes them)
 from models.scenarios import tempdb as scenario
@@ -254,8 +255,6 @@ def _span(low: float, high: float, fmt: str, unit: str) -> str:
 
 def parameter_table(band: pd.DataFrame) -> pd.DataFrame:
     """Each parameter of the calibrated runs (Lahoud's notebook and lab) with its value and where it comes from."""
-    from models import calibration
-
     rows = fitted_rows(band)
     hold_low, hold_high = rows["metadata_us"].min(), rows["metadata_us"].max()
     fair = fitted_rows(band, "fair")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 from models.counters.snapshot import Snapshot
@@ -35,12 +35,12 @@ class RoundTrip:
 
     values: dict[str, Any]     # the model's values the capture was made at (the truth)
     snapshot: Snapshot         # the capture, as the script would print it
-    fit: fitting.Fit           # the fit of the capture (diagnosis, estimates, ranges, bands)
+    fit: fit.Fit           # the fit of the capture (diagnosis, estimates, ranges, bands)
     params: pd.DataFrame       # parameter, basis, estimate, low, high, band_low, band_high, true
     whatifs: pd.DataFrame      # whatif.table: now, then each change with its range, bands and verdict
 
 
-def params_table(f: fitting.Fit, values: dict[str, Any]) -> pd.DataFrame:
+def params_table(f: fit.Fit, values: dict[str, Any]) -> pd.DataFrame:
     """The fit's parameters beside the values the capture was made at (fitted first, then read, then assumed)."""
     order = {"fitted": 0, "read": 1, "assumed": 2}
     rows = [{"parameter": name, "basis": e.basis, "estimate": e.estimate, "low": e.low, "high": e.high,
@@ -52,7 +52,7 @@ def params_table(f: fitting.Fit, values: dict[str, Any]) -> pd.DataFrame:
 
 
 def round_trip(values: dict[str, Any] | None = None, *, start_s: float = WINDOW["start_s"],
-               interval_s: float = WINDOW["interval_s"], replicates: int = fitting.REPLICATES) -> RoundTrip:
+               interval_s: float = WINDOW["interval_s"], replicates: int = fit.REPLICATES) -> RoundTrip:
     """Capture the tempdb model at ``values`` (ROUND_TRIP's by default, overridden by any given), fit the capture
     and run every what-if.  A capture the fit refuses comes back with its refusal (``fit.refusal``) and no
     what-if rows."""
@@ -60,7 +60,7 @@ def round_trip(values: dict[str, Any] | None = None, *, start_s: float = WINDOW[
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         snap = from_model("tempdb", values, start_s=start_s, interval_s=interval_s)
-        f = fitting.answer(snap, replicates=replicates)
+        f = fit.answer(snap, replicates=replicates)
         table = whatif.table(f, snap) if f.params else pd.DataFrame([])
     return RoundTrip(values, snap, f, params_table(f, values), table)
 

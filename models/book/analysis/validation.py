@@ -17,19 +17,25 @@ what the simulation is compared with, and whether anything was fitted.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 import models
-from models import analytic
+from models import analytic, calibration
 from models.book import stored
+from models.book.analysis import cci, fairness, hot_page, nested, tempdb, version_store
 from models.engine.program import EX, EXPONENTIAL, FIXED, Program
+from models.files import write_text_atomic
 from models.result import build
+from models.scenarios import parallel_insert
 from models.statistics import batch_means_ci, difference_ci, mean_ci
 from models.workload import LatchSpec, Workload, simulate
 
@@ -593,7 +599,6 @@ def usl_chapter4(query: str = "fast") -> tuple[pd.DataFrame, analytic.USLFit]:
     """The USL fitted to chapter 4's own curve at its main setting (no contender cost): log records per second
     of one query against MAXDOP, run as ``nested.maxdop_curve`` runs it (one seed), in the shape
     of :func:`usl_table`."""
-    from models.book.analysis import nested
 
     maxdops = np.array(nested.MAXDOPS)
     # The run of nested.maxdop_curve, one query only: log records over its elapsed time at full scale.
@@ -614,41 +619,6 @@ def usl_fit_table(cases: dict[str, tuple[pd.DataFrame, analytic.USLFit]]) -> pd.
         rows.append({"run": name, "sigma": fit.sigma, "kappa": fit.kappa, "usl_peak_maxdop": fit.peak_n,
                      "simulated_best_maxdop": best, "r_squared": fit.r_squared,
                      "reference": f"USL fitted to the {len(table)} runs: fitted"})
-    return pd.DataFrame(rows)
-
-
-def crosscheck_table(open_load: float = 0.35, workers: int = 8, count: int = 20_000, seed: int = 11) -> pd.DataFrame:
-    """The engine, SimPy and Ciw on one open and one closed latch system with a fair hand-off.
-
-    The three simulators draw from different generators, so one seed gives
-    three independent runs.  The open system also gets its exact mean from
-    Welch's M/G/1 (:func:`models.analytic.fair_handoff_queue`); the closed one
-    with a hand-off has no closed form here.  Half-widths are 95% (Student t
-    over 20 batch means).
-    """
-    from models import crosscheck  # SimPy and Ciw: imported only when a cross-check runs
-
-    reference = {"engine": "the engine (under test)", "SimPy": "SimPy: same system, own code; nothing fitted",
-                 "Ciw": "Ciw: same system, own code; nothing fitted"}
-    rows = []
-    open_name = f"open, λ = {open_load:g} per ms, h = 0.2 ms"
-    for name, fn in (("engine", crosscheck.engine_convoy), ("SimPy", crosscheck.simpy_convoy),
-                     ("Ciw", crosscheck.ciw_convoy)):
-        r = fn(open_load, hold_ms=2.0, hold_dist="exponential", handoff_ms=0.2, n_requests=count, seed=seed)
-        mean, half = batch_means_ci(r.waits_ms)
-        rows.append({"system": open_name, "simulator": name, "seed": seed, "mean_wait_ms": mean, "ci_half_ms": half,
-                     "reference": reference[name]})
-    exact = analytic.fair_handoff_queue(open_load, 2.0, 8.0, 0.2).mean_latch_wait
-    rows.append({"system": open_name, "simulator": "Welch formula", "seed": None, "mean_wait_ms": exact,
-                 "ci_half_ms": None, "reference": EXACT})
-    closed_name = f"closed, N = {workers}, h = 0.02 ms"
-    for name, fn in (("engine", crosscheck.engine_closed_latch), ("SimPy", crosscheck.simpy_closed_latch),
-                     ("Ciw", crosscheck.ciw_closed_latch)):
-        r = fn(workers, hold_ms=0.1, hold_dist="exponential", handoff_ms=0.02, think_ms=1.0,
-               think_dist="exponential", n_acquires=count, seed=seed)
-        mean, half = batch_means_ci(r.waits_ms)
-        rows.append({"system": closed_name, "simulator": name, "seed": seed, "mean_wait_ms": mean,
-                     "ci_half_ms": half, "reference": reference[name]})
     return pd.DataFrame(rows)
 
 
@@ -682,13 +652,14 @@ CROSSCHECK_SEEDS = tuple(range(21, 31))
 
 def crosscheck_study(seeds: Iterable[int] = CROSSCHECK_SEEDS, count: int = 100_000, open_load: float = 0.35,
                      workers: int = 8) -> pd.DataFrame:
-    """The systems of :func:`crosscheck_table` run by all three simulators on every seed: one row per run.
+    """An open and a closed latch system with a fair hand-off, run by the engine, SimPy and Ciw on every seed.
 
-    Ten independent runs of 100,000 requests per simulator give a mean whose 95% interval is a few
-    percent wide (the one-seed table's is 16 to 24%).  Slow with SimPy and Ciw (a few minutes): the
-    appendix reads the stored result, :data:`CROSSCHECK_STUDY`.
+    One row per run.  The three simulators draw from different generators, so one seed gives three
+    independent runs; ten of 100,000 requests per simulator give a mean whose 95% interval is a few percent
+    wide (one run's is 16 to 24%).  Slow with SimPy and Ciw (a few minutes): the appendix reads the stored
+    result, :data:`CROSSCHECK_STUDY`.
     """
-    from models import crosscheck
+    from models import crosscheck  # SimPy and Ciw: imported only when the study runs
 
     rows = []
     for seed in seeds:
@@ -739,8 +710,6 @@ def crosscheck_summary(runs: pd.DataFrame, open_load: float = 0.35) -> pd.DataFr
 
 def write_crosscheck_study(path: Path = CROSSCHECK_STUDY) -> Path:
     """Run :func:`crosscheck_study` and store it whole."""
-    from models.files import write_text_atomic
-
     return write_text_atomic(path, crosscheck_study().to_csv(index=False, float_format="%.9g"))
 
 
@@ -830,18 +799,15 @@ _NOTE = ("how", "note")
 
 
 def _ch3_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import fairness
     fair, unfair = fairness.run_policy("fair"), fairness.run_policy("unfair")
     return [("White, 2022", fairness.comparison(fair, unfair))]
 
 
 def _ch4_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import nested
     return [("Obbish, 2019d", nested.model_against_measurement())]
 
 
 def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import hot_page
     table = hot_page.comparison_table()
     sources = {"002": "Poché, 2023b", "004": "Biondi, 2021"}
     return [(sources.get(str(seed), str(seed)), part.drop(columns="seed"))
@@ -849,21 +815,18 @@ def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
 
 
 def _ch6_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import version_store
     mixed = version_store.compare("read_fraction", [0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8])
     table = version_store.comparison_table(version_store.run(versioning="off"), version_store.run(), mixed)
     return [("Randal, 2021", table)]
 
 
 def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import cci
     # The comparison table holds both of Obbish's tests (the grants of 2019g, the decommit of 2019e); the scaling
     # table is 2019e's alone.
     return [("Obbish, 2019g and 2019e", cci.comparison_table()), ("Obbish, 2019e, scaling", cci.scaling_table())]
 
 
 def _ch5b_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.analysis import tempdb
     from models.book.sweep import DATA_DIR
 
     band = pd.read_csv(DATA_DIR / "tempdb_band.csv")   # as the chapter reads it
@@ -1017,41 +980,41 @@ def predicted_rows(chapter: Chapter, source: str, table: pd.DataFrame,
 
 def _scenario_default(name: str) -> Any:
     """The default value of a parallel-insert parameter (what a chapter's SETUP leaves unset takes)."""
-    from models.scenarios import parallel_insert
-
     return next(p.default for p in parallel_insert.PARAMS if p.name == name)
 
 
 def _insert_chapter_rows() -> list[tuple[str, str, str, str]]:
     """Chapters 3 and 4's parameter chains, read from ``fairness.SETUP`` and ``nested.SETUP`` and the
     constants each is derived from (chapter, parameter, value, derived from)."""
-    from models.book.analysis import fairness as f, nested as n
 
-    gaps3, gaps4 = (setup.get("cpu_dist", _scenario_default("cpu_dist")) for setup in (f.SETUP, n.SETUP))
+    gaps3, gaps4 = (setup.get("cpu_dist", _scenario_default("cpu_dist")) for setup in (fairness.SETUP, nested.SETUP))
     gap_note = ("assumed: no source gives how the CPU between two log records varies; the rows that depend on "
                 "it are predicted given this choice")
-    assumed3 = ", ".join(f"{k} = {f.SETUP[k]:g}" for k in f.ASSUMED if k != "cpu_dist")  # the gaps get their own row
+    # the gaps get their own row
+    assumed3 = ", ".join(f"{k} = {fairness.SETUP[k]:g}" for k in fairness.ASSUMED if k != "cpu_dist")
     return [
-        ("3", "log records R (the latch's acquires)", f"{f.RECORDS:,}",
-         f"assumed: {f.SETUP['rows_per_page']} rows per page, one page-image record per page and 3 per extent "
+        ("3", "log records R (the latch's acquires)", f"{fairness.RECORDS:,}",
+         f"assumed: {fairness.SETUP['rows_per_page']} rows per page, one page-image record per page and 3 per extent "
          f"(the chapter moves R by ±15%)"),
-        ("3", "hold", f"{f.HOLD_US:g} µs",
-         f"White's fair run: {f.PUBLISHED['fair']['elapsed_s']:g} s / R − hand-off"),
-        ("3", "CPU per row", f"{f.CPU_PER_ROW_US:g} µs", f"White's unfair run: {f.PUBLISHED['unfair']['elapsed_s']:g} s"
-         " (a model run, fitted)"),
-        ("3", "spin cycle", f"{f.SPIN_ROUNDS * f.SPIN_CHECK_US:g} µs ({f.SPIN_ROUNDS} rounds of {f.SPIN_CHECK_US:g} µs)",
-         f"White's unfair run: no more than {f.PUBLISHED['unfair']['backoffs']} back-offs (seed 1)"),
-        ("3", "one spin", f"{f.NS_PER_SPIN:g} ns", "sized to White's 658 spins per collision (earlier spinner)"),
+        ("3", "hold", f"{fairness.HOLD_US:g} µs",
+         f"White's fair run: {fairness.PUBLISHED['fair']['elapsed_s']:g} s / R − hand-off"),
+        ("3", "CPU per row", f"{fairness.CPU_PER_ROW_US:g} µs",
+         f"White's unfair run: {fairness.PUBLISHED['unfair']['elapsed_s']:g} s (a model run, fitted)"),
+        ("3", "spin cycle", f"{fairness.SPIN_ROUNDS * fairness.SPIN_CHECK_US:g} µs "
+                            f"({fairness.SPIN_ROUNDS} rounds of {fairness.SPIN_CHECK_US:g} µs)",
+         f"White's unfair run: no more than {fairness.PUBLISHED['unfair']['backoffs']} back-offs (seed 1)"),
+        ("3", "one spin", f"{fairness.NS_PER_SPIN:g} ns", "sized to White's 658 spins per collision (earlier spinner)"),
         ("3", "spin look, back-off, back-offs allowed, CPU per log record", assumed3, "assumed"),
         ("3", "CPU between log records", gaps3, gap_note),
-        ("4", "hold", f"{n.HOLD_US:g} µs",
-         f"Obbish's co-tenant MAXDOP {n.ALONE_BOUND_MAXDOP} run: {n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f}"
-         f" ms / 'almost {n.LARGEST_SLOWDOWN:g}' = {n.ALONE_BOUND_MS:,.0f} ms alone, read as an equality"),
+        ("4", "hold", f"{nested.HOLD_US:g} µs",
+         f"Obbish's co-tenant MAXDOP {nested.ALONE_BOUND_MAXDOP} run: "
+         f"{nested.OBBISH_BUSY[nested.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f}"
+         f" ms / 'almost {nested.LARGEST_SLOWDOWN:g}' = {nested.ALONE_BOUND_MS:,.0f} ms alone, read as an equality"),
         ("4", "CPU per log record: fast, slow",
-         f"{n.cpu_per_record_us('fast'):.1f} µs, {n.cpu_per_record_us('slow'):.1f} µs",
-         f"Obbish's MAXDOP 1 times ({n.MAXDOP1_MS['fast']:,.0f} ms, {n.MAXDOP1_MS['slow']:,.0f} ms) over "
-         f"his {n.LATCHES:,} acquires"),
-        ("4", "rows per page; log records per extent", f"{n.ROWS_PER_PAGE}; 3",
+         f"{nested.cpu_per_record_us('fast'):.1f} µs, {nested.cpu_per_record_us('slow'):.1f} µs",
+         f"Obbish's MAXDOP 1 times ({nested.MAXDOP1_MS['fast']:,.0f} ms, {nested.MAXDOP1_MS['slow']:,.0f} ms) over "
+         f"his {nested.LATCHES:,} acquires"),
+        ("4", "rows per page; log records per extent", f"{nested.ROWS_PER_PAGE}; 3",
          "input: his row size and his acquire count"),
         ("4", "hand-off", "the shared hand-off", "White's measurement of this latch class (first row)"),
         ("4", "the co-tenant's share of its scheduler", "equal turns", "built in (the model's quantum rule)"),
@@ -1068,14 +1031,12 @@ def handoff_floor() -> dict[str, float]:
     place of the model's.  The band's low end is the 2.0 us switch plus the book's least wake-up
     (``calibration.WAKEUP_BAND_US``).
     """
-    from models import calibration as cal
-    from models.book.analysis import fairness
-
     bound = fairness.lower_handoff_range_us()
     return {"face_value_us": bound["face_value"], "narrowest_gap_us": bound["narrowest_gap"],
             "widest_gap_us": bound["widest_gap"], "with_whites_waits_us": bound["with_whites_waits"],
-            "rounding_s": fairness.ELAPSED_ROUNDING_S, "switch_us": cal.CONTEXT_SWITCH_US,
-            "least_wakeup_us": cal.WAKEUP_BAND_US[0], "band_low_us": cal.CONTEXT_SWITCH_US + cal.WAKEUP_BAND_US[0]}
+            "rounding_s": fairness.ELAPSED_ROUNDING_S, "switch_us": calibration.CONTEXT_SWITCH_US,
+            "least_wakeup_us": calibration.WAKEUP_BAND_US[0],
+            "band_low_us": calibration.CONTEXT_SWITCH_US + calibration.WAKEUP_BAND_US[0]}
 
 
 def handoff_floor_text() -> str:
@@ -1103,15 +1064,14 @@ def parameter_ledger() -> pd.DataFrame:
     chapter 5's; 5b's is read from its stored band, book/data/tempdb_band.csv, as the chapter reads it).  Columns:
     chapter, parameter, value, derived from.
     """
-    from models import calibration as cal
-    from models.book.analysis import cci, fairness, hot_page, tempdb, version_store
     from models.book.sweep import DATA_DIR
 
     rows = [
-        ("all", "hand-off h (wake-up + context switch)", f"{cal.HANDOFF_US} µs",
-         f"White's fair run of NESTING_TRANSACTION_FULL: {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait over "
-         f"{cal.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; {handoff_floor_text()}; an assumption for any other latch"),
-        ("all", "split: context switch, wake-up", f"{cal.CONTEXT_SWITCH_US} µs, {cal.WAKEUP_US} µs",
+        ("all", "hand-off h (wake-up + context switch)", f"{calibration.HANDOFF_US} µs",
+         f"White's fair run of NESTING_TRANSACTION_FULL: {calibration.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal "
+         f"wait over {calibration.WHITE_FAIR_LATCH_WAITS:,} LATCH_EX waits; {handoff_floor_text()}; an assumption "
+         "for any other latch"),
+        ("all", "split: context switch, wake-up", f"{calibration.CONTEXT_SWITCH_US} µs, {calibration.WAKEUP_US} µs",
          "the switch from Duffy's 4,000 to 10,000 cycles at 3 GHz; the wake-up is the rest (the book's split, "
          "not a measurement)"),
         *_insert_chapter_rows(),
@@ -1138,18 +1098,11 @@ def parameter_ledger() -> pd.DataFrame:
 
 def sources_digest() -> str:
     """A short digest of the code the chapters' tables come from (:data:`SCORECARD_SOURCES`)."""
-    import hashlib
-
     h = hashlib.sha256()
     for pattern in SCORECARD_SOURCES:
         for path in sorted(ROOT.glob(pattern)):
             h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
-
-
-# The basis words of the rows the appendix used to keep (predicted and consistent); the card now stores every row
-# of the chapters' tables and :func:`recount` decides which are predictions.
-SCORECARD_WORDS = ("predicted", "consistent")
 
 
 FAIRNESS_BAND = stored.data_dir() / "fairness_band.csv"
@@ -1163,8 +1116,6 @@ def chapter3_band(path: Path = FAIRNESS_BAND) -> pd.DataFrame:
     assumed), the smallest and largest ratio over the whole hand-off band, and at 9.7 us with the record
     count R moved by the band's factors.  Read from the stored study (``book/data/fairness_band.csv``).
     """
-    from models.book.analysis import fairness
-
     summary = fairness.band_summary(pd.read_csv(path))
     handoffs = summary[summary["record_factor"] == 1.0].sort_values("handoff_us")
     moved_r = summary[summary["handoff_us"] == fairness.HANDOFF_US].sort_values("record_factor")
@@ -1201,8 +1152,6 @@ def build_scorecard(chapters: Iterable[Chapter] = tuple(CHAPTER_TABLES)) -> pd.D
 
 def write_scorecard(path: Path = SCORECARD) -> Path:
     """Build the scorecard and store it whole, with the digest of the code it came from."""
-    from models.files import write_text_atomic
-
     table = build_scorecard().assign(sources_digest=sources_digest())
     return write_text_atomic(path, table.to_csv(index=False, float_format="%.6g"))
 
@@ -1244,21 +1193,19 @@ def setters() -> tuple[Setter, ...]:
     changes there changes here.  Chapter 3's hand-off is the case the rule was written for: White's fair
     LATCH_EX wait count is the divisor of h, so the row that compares the model's count with it is fitted.
     """
-    from models import calibration as cal
-    from models.book.analysis import cci, fairness as f, hot_page as hp, nested as n, tempdb as td, version_store as vs
-
-    fair, unfair = f.PUBLISHED["fair"], f.PUBLISHED["unfair"]
+    fair, unfair = fairness.PUBLISHED["fair"], fairness.PUBLISHED["unfair"]
     h_chain = ("chapter 3's hold (5.5 s / R − h)", "chapter 3's CPU per row and spin cycle (fitted after the hold)",
                "chapter 4's hold (fitted with h)", "the default wake-up of every scenario (chapters 5, 6 and 9 borrow it)")
     return (
-        Setter("hand-off h", (3,), (cal.WHITE_FAIR_SIGNAL_WAIT_MS, cal.WHITE_FAIR_LATCH_WAITS),
-               f"h = {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms / {cal.WHITE_FAIR_LATCH_WAITS:,} waits "
+        Setter("hand-off h", (3,), (calibration.WHITE_FAIR_SIGNAL_WAIT_MS, calibration.WHITE_FAIR_LATCH_WAITS),
+               f"h = {calibration.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms / {calibration.WHITE_FAIR_LATCH_WAITS:,} waits "
                "(models/calibration.py)", through=h_chain),
         Setter("hand-off h", (3,), (fair["latch_wait_ms"],),
-               f"this total holds the {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait h is derived from",
+               f"this total holds the {calibration.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait h is derived from",
                through=h_chain),
         Setter("hand-off h", (3,), (fair["latch_wait_ms"] - fair["signal_wait_ms"],),
-               f"White's total less the {cal.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait h is derived from",
+               f"White's total less the {calibration.WHITE_FAIR_SIGNAL_WAIT_MS:,.0f} ms of signal wait h is derived "
+               "from",
                through=h_chain),
         Setter("chapter 3's hold", (3,), (fair["elapsed_s"],), "hold = fair elapsed / R − h", figure="elapsed"),
         Setter("chapter 3's CPU per row", (3,), (unfair["elapsed_s"],), "fitted to the unfair elapsed time",
@@ -1269,34 +1216,38 @@ def setters() -> tuple[Setter, ...]:
                "sized to White's spins per collision (spins ÷ collisions)", figure="spin|collision"),
         Setter("chapter 3's look interval and back-offs allowed", (3,), (unfair["latch_waits"],),
                "assumed knowing White's 41 back-offs and 56 waits", kind="consistent", figure="waits"),
-        Setter("chapter 4's hold", (4,), (n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]["elapsed_ms"], n.LARGEST_SLOWDOWN),
-               f"fitted so that the fast query alone at MAXDOP {n.ALONE_BOUND_MAXDOP} takes "
-               f"{n.OBBISH_BUSY[n.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f} ms / {n.LARGEST_SLOWDOWN:g}"),
-        Setter("chapter 4's CPU per log record", (4,), tuple(n.MAXDOP1_MS.values()),
+        Setter("chapter 4's hold", (4,),
+               (nested.OBBISH_BUSY[nested.ALONE_BOUND_MAXDOP]["elapsed_ms"], nested.LARGEST_SLOWDOWN),
+               f"fitted so that the fast query alone at MAXDOP {nested.ALONE_BOUND_MAXDOP} takes "
+               f"{nested.OBBISH_BUSY[nested.ALONE_BOUND_MAXDOP]['elapsed_ms']:,.0f} ms / {nested.LARGEST_SLOWDOWN:g}"),
+        Setter("chapter 4's CPU per log record", (4,), tuple(nested.MAXDOP1_MS.values()),
                "derived from his MAXDOP 1 times"),
-        Setter("chapter 4's log records per extent", (4,), (n.MEASURED_LATCHES,), "taken from his acquire count"),
+        Setter("chapter 4's log records per extent", (4,), (nested.MEASURED_LATCHES,), "taken from his acquire count"),
         Setter("row's work under the leaf latch, cost per call", (5,),
-               (hp.POCHE["serial_us_per_row"], hp.POCHE["batch500_us_per_row"]),
+               (hot_page.POCHE["serial_us_per_row"], hot_page.POCHE["batch500_us_per_row"]),
                "c + r = 23 µs and c + 500 r = 2,100 µs (models/calibration.py)",
                through=("chapter 7's delta-store rate (borrowed)",)),
-        Setter("call's work before the latch", (5,), (hp.POCHE["throttled_narrow_waits_s"],),
+        Setter("call's work before the latch", (5,), (hot_page.POCHE["throttled_narrow_waits_s"],),
                "the throttled narrow run's duration less these waits", figure="throttled narrow"),
-        Setter("leaf hold at the band's 40 µs end", (5,), (hp.POCHE["throttled_narrow_waits_s"],),
+        Setter("leaf hold at the band's 40 µs end", (5,), (hot_page.POCHE["throttled_narrow_waits_s"],),
                "that hold was chosen from this row", figure="throttled narrow"),
-        Setter("wide row's extra work", (5,), (hp.POCHE["throttled_wide_s"], hp.POCHE["throttled_wide_waits_s"]),
+        Setter("wide row's extra work", (5,),
+               (hot_page.POCHE["throttled_wide_s"], hot_page.POCHE["throttled_wide_waits_s"]),
                "the throttled wide run's duration less its waits", figure="throttled wide"),
-        Setter("time between calls", (5,), (hp.POCHE["wall_s"], hp.POCHE["narrow_s"]),
+        Setter("time between calls", (5,), (hot_page.POCHE["wall_s"], hot_page.POCHE["narrow_s"]),
                "wall clock a call less duration a call", figure="narrow rows: (wall|summed)"),
-        Setter("hold added per queued worker", (5,), (hp.POCHE["wall_s"],), "fitted to the wall clock",
+        Setter("hold added per queued worker", (5,), (hot_page.POCHE["wall_s"],), "fitted to the wall clock",
                figure="wall"),
-        Setter("new page hold", (5,), (hp.POCHE["wide_s"],), "fitted to the wide rows' duration",
+        Setter("new page hold", (5,), (hot_page.POCHE["wide_s"],), "fitted to the wide rows' duration",
                figure="wide rows: summed"),
-        Setter("client pace at 10 threads", (5,), (hp.POCHE["threads10_us_per_row"],), "fitted to it",
+        Setter("client pace at 10 threads", (5,), (hot_page.POCHE["threads10_us_per_row"],), "fitted to it",
                figure="10 threads,"),
-        Setter("seed 004's time between calls", (5,), (round(hp.BIONDI["rows"] / hp.BIONDI["identity_s"]),),
+        Setter("seed 004's time between calls", (5,), (round(hot_page.BIONDI["rows"] / hot_page.BIONDI["identity_s"]),),
                "fitted to the identity key's rows per second", figure="identity"),
-        Setter("CPU per update", (6,), (vs.RANDAL["off_per_s"],), "derived from it", figure="versioning off"),
-        Setter("hold per append", (6,), (vs.RANDAL["on_per_s"],), "fitted to it", figure="READ_COMMITTED|on$"),
+        Setter("CPU per update", (6,), (version_store.RANDAL["off_per_s"],), "derived from it",
+               figure="versioning off"),
+        Setter("hold per append", (6,), (version_store.RANDAL["on_per_s"],), "fitted to it",
+               figure="READ_COMMITTED|on$"),
         Setter("compress_us_per_row", (7,), (cci.OBBISH["alone_s"],), "fitted to it", figure="alone",
                tables="2019g"),
         Setter("grant size and semaphore target", (7,), (cci.OBBISH["granted_at_once"],),
@@ -1315,17 +1266,17 @@ def setters() -> tuple[Setter, ...]:
         Setter("os_calls_per_rowgroup, pages_per_call", (7,),
                (cci.WAITSTATS["gb_freed_96"], cci.WAITSTATS["pages_freed_96"], cci.WAITSTATS["free_ops_96"]),
                "the same page count", figure="memory given back"),
-        Setter("tempdb: the notebook's CPU per call", ("5b",), (td.NOTEBOOK["on_s"], td.NOTEBOOK["calls"]),
-               f"fitted at each hold so that memory-optimized metadata gives {td.NOTEBOOK['calls']:,} calls in "
-               f"{td.NOTEBOOK['on_s']:g} s (tempdb.fit_cpu)", figure="^notebook",
+        Setter("tempdb: the notebook's CPU per call", ("5b",), (tempdb.NOTEBOOK["on_s"], tempdb.NOTEBOOK["calls"]),
+               f"fitted at each hold so that memory-optimized metadata gives {tempdb.NOTEBOOK['calls']:,} calls in "
+               f"{tempdb.NOTEBOOK['on_s']:g} s (tempdb.fit_cpu)", figure="^notebook",
                through=("tempdb: the system-table CPU per write (fitted after it)",)),
-        Setter("tempdb: the system-table CPU per write", ("5b",), (td.NOTEBOOK["off_s"],),
-               f"fitted at each hold so that disk-based system tables give {td.NOTEBOOK['off_s']:g} s "
+        Setter("tempdb: the system-table CPU per write", ("5b",), (tempdb.NOTEBOOK["off_s"],),
+               f"fitted at each hold so that disk-based system tables give {tempdb.NOTEBOOK['off_s']:g} s "
                "(tempdb.fit_metadata_cpu)", figure="^notebook",
                through=("the lab's system-table cost (the notebook's, borrowed)",)),
-        Setter("tempdb: the lab's CPU per call", ("5b",), (td.LAB["on_s"], td.LAB["calls"]),
-               f"fitted at each hold so that memory-optimized metadata gives {td.LAB['calls']:,} calls in "
-               f"{td.LAB['on_s']:g} s (tempdb.fit_cpu)", figure="^lab"),
+        Setter("tempdb: the lab's CPU per call", ("5b",), (tempdb.LAB["on_s"], tempdb.LAB["calls"]),
+               f"fitted at each hold so that memory-optimized metadata gives {tempdb.LAB['calls']:,} calls in "
+               f"{tempdb.LAB['on_s']:g} s (tempdb.fit_cpu)", figure="^lab"),
     )
 
 
@@ -1370,8 +1321,6 @@ def share_counts(measured: str) -> tuple[int, int] | None:
 
 def share_holds(count: int, trials: int, model_share: float, level: float = SHARE_LEVEL) -> bool:
     """Whether ``count`` of ``trials`` lies inside the central ``level`` of a binomial with the model's share."""
-    from scipy import stats
-
     tail = (1.0 - level) / 2
     return bool(stats.binom.cdf(count, trials, model_share) >= tail and stats.binom.sf(count - 1, trials, model_share)
                 >= tail)
@@ -1470,7 +1419,6 @@ def chapter_summary(card: pd.DataFrame) -> pd.DataFrame:
 
 
 if __name__ == "__main__":  # python -m models.book.analysis.validation [scorecard|crosscheck]
-    import sys
 
     what = sys.argv[1:] or ["scorecard", "crosscheck"]
     if "scorecard" in what:

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.calibration import HANDOFF_US
+from models.calibration import HANDOFF_US, WAKEUP_US
 from models.scenarios.version_store import page_rate
 
 RANDAL = {"connections": 10, "off_per_s": 80_000.0, "on_per_s": 60_000.0}
@@ -150,13 +150,6 @@ def compare(over: str, values: Iterable[Any], seeds: Iterable[int] = (1, 2, 3), 
         rows.append({over: value, "off_per_s": off_rate, "on_per_s": on_rate,
                      "loss_pct": loss_pct(on_rate, off_rate), "latch_share_pct": 100.0 * share})
     return pd.DataFrame(rows)
-
-
-def long_form(table: pd.DataFrame, over: str) -> pd.DataFrame:
-    """A compare() table as one row per (value, versioning) for a line chart."""
-    off = table[[over, "off_per_s"]].rename(columns={"off_per_s": "updates_per_s"}).assign(versioning="off")
-    on = table[[over, "on_per_s"]].rename(columns={"on_per_s": "updates_per_s"}).assign(versioning="on")
-    return pd.concat([off, on], ignore_index=True)
 
 
 POLICIES = ("fair", "unfair")
@@ -422,8 +415,6 @@ def band_scenario(cpu_dist: str, wakeup_us: float, target_per_s: float = RANDAL[
 def band_table(wakeups: Iterable[float] = WAKEUP_GRID_US, cpu_dists: Iterable[str] = CPU_DISTS) -> pd.DataFrame:
     """:func:`band_scenario` at every CPU distribution and wake-up, plus the rounding of "about 60,000"
     (the hold refitted to 58,500 and 61,500 at the book's wake-up, and the loss at ROUNDING_CONNECTIONS)."""
-    from models.calibration import WAKEUP_US
-
     rows: list[dict] = []
     for cpu_dist in cpu_dists:
         for wakeup in wakeups:
@@ -487,8 +478,6 @@ def band_shown(summary: pd.DataFrame) -> pd.DataFrame:
 
 def band_curve(band: pd.DataFrame, axis: str, cpu_dist: str, wakeup_us: float | None = None) -> pd.DataFrame:
     """One setting of the stored band along ``axis``, shaped like :func:`compare`'s table (wake-up: the book's)."""
-    from models.calibration import WAKEUP_US
-
     wakeup_us = WAKEUP_US if wakeup_us is None else wakeup_us
     rows = band[(band["target_per_s"] == RANDAL["on_per_s"]) & (band["cpu_dist"] == cpu_dist)
                 & (band["wakeup_us"] == wakeup_us) & (band["axis"] == axis)]

@@ -27,7 +27,7 @@ from models.book.sweep import write_table
 from models.counters.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
 from models.files import write_text_atomic
 from models.fitting import coverage
-from models.fitting import fit as fitting
+from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 
@@ -117,7 +117,7 @@ def format_table() -> pd.DataFrame:
 def diagnosis_table() -> pd.DataFrame:
     """Each diagnosis, what it looks like in the counters, and the scenario the fit then uses."""
     return pd.DataFrame([{"diagnosis": name, "in the counters": looks, "model": scenario}
-                         for name, (looks, scenario) in fitting.diagnoses().items()])
+                         for name, (looks, scenario) in fit.diagnoses().items()])
 
 
 def snapshot_rows(snap: Snapshot) -> pd.DataFrame:
@@ -133,7 +133,7 @@ def _three(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def params_frame(f: fitting.Fit) -> pd.DataFrame:
+def params_frame(f: fit.Fit) -> pd.DataFrame:
     """The fitted model's parameters: estimate, range, unit, where each comes from, and (where a band moves it) its
     span over the bands of what no capture tells."""
     rows = []
@@ -150,12 +150,12 @@ def params_frame(f: fitting.Fit) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def how_frame(f: fitting.Fit) -> pd.DataFrame:
+def how_frame(f: fit.Fit) -> pd.DataFrame:
     """How each fitted value was found: the relation and the counts behind it."""
     return pd.DataFrame([{"parameter": name, "how": e.how} for name, e in f.params.items() if e.basis == "fitted"])
 
 
-def undetermined_frame(f: fitting.Fit) -> pd.DataFrame:
+def undetermined_frame(f: fit.Fit) -> pd.DataFrame:
     """What the snapshot cannot determine, the value used instead, and the measurement that would determine it."""
     return pd.DataFrame([{"parameter": u["param"], "value used": u["assumed"],
                           "why, and what would determine it": f"{u['why']}; would need {u['measure']}"}
@@ -203,7 +203,7 @@ def whatif_shown(table: pd.DataFrame, under: dict[str, Any] | None = None) -> pd
     })
 
 
-def not_applicable(f: fitting.Fit) -> pd.DataFrame:
+def not_applicable(f: fit.Fit) -> pd.DataFrame:
     """The book's changes that do not act on ``f``'s scenario, each with why (as :func:`whatif.predict` says it)."""
     own = {c.name for c in models.get_scenario(f.scenario).changes} if f.scenario else set()
     rows = []
@@ -224,7 +224,7 @@ def setup_assumed(scenario: str, known: dict[str, Any], window: dict[str, float]
     return {name: value for name, value in known.items() if name not in names}
 
 
-def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.DataFrame]:
+def round_trips(replicates: int = fit.REPLICATES) -> tuple[pd.DataFrame, pd.DataFrame]:
     """For every scenario: each fitted parameter beside its true value, and the what-if table of the fit.
 
     Each fit assumes the known setup's values of what it does not estimate (:func:`setup_assumed`).
@@ -234,7 +234,7 @@ def round_trips(replicates: int = fitting.REPLICATES) -> tuple[pd.DataFrame, pd.
     """
     params, changes = [], []
     for scenario, (known, window) in ROUND_TRIPS.items():
-        f = fitting.fit(from_model(scenario, known, **window), replicates=replicates,
+        f = fit.fit(from_model(scenario, known, **window), replicates=replicates,
                         assume=setup_assumed(scenario, known, window))
         truth = dict(models.get_scenario(scenario).defaults(), **known)
         for name, e in f.params.items():
@@ -273,7 +273,7 @@ def with_other_work(snap: Snapshot, cpu_share: float = 0.0, sessions: int = 0) -
 
 
 def other_work(snap: Snapshot, cpu_share: float = 0.05, sessions: int = 5,
-               replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+               replicates: int = fit.REPLICATES) -> pd.DataFrame:
     """Where other work on the instance lands in a fit of ``snap``: fits with other work's CPU (``cpu_share`` more on
     every scheduler) and with its sessions (``sessions`` more); per case the fitted parameters and the counts the
     fitted model misses (an empty string when it misses none)."""
@@ -281,7 +281,7 @@ def other_work(snap: Snapshot, cpu_share: float = 0.05, sessions: int = 5,
              "other work's sessions": with_other_work(snap, sessions=sessions)}
     out = []
     for case, s in cases.items():
-        f = fitting.fit(s, replicates=replicates)
+        f = fit.fit(s, replicates=replicates)
         out.append({"case": case, **{n: _fitted(e.estimate) for n, e in f.params.items() if e.basis == "fitted"},
                     "misfit": "; ".join(f.misfit)})
     return pd.DataFrame(out)
@@ -310,15 +310,15 @@ def counts_off(message: str) -> str:
 
 
 def cpu_under_test(snap: Snapshot, values: tuple[float, ...] = CPU_UNDER_VALUES,
-                   replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+                   replicates: int = fit.REPLICATES) -> pd.DataFrame:
     """The example fitted at each assumed ``cpu_under_us``: refused or not, the counts its model misses, the fitted
     queue cost and, where the fit stands, the flow-control and batching gains (:data:`UNDER_GAINS`)."""
     rows = []
     for value in values:
         row: dict[str, Any] = {"cpu_under_us": value}
         try:
-            f = fitting.fit(snap, assume={"cpu_under_us": value}, replicates=replicates)
-        except fitting.FitError as err:
+            f = fit.fit(snap, assume={"cpu_under_us": value}, replicates=replicates)
+        except fit.FitError as err:
             rows.append(dict(row, verdict="refused", counts_off=counts_off(str(err))))
             continue
         table = whatif.table(f, snap).set_index("change")
@@ -342,7 +342,7 @@ def example_written_at(under_us: float) -> Snapshot:
 
 
 def cpu_under_both_ways(written: tuple[float, ...] = CPU_UNDER_WRITTEN, values: tuple[float, ...] = CPU_UNDER_VALUES,
-                        replicates: int = fitting.REPLICATES) -> pd.DataFrame:
+                        replicates: int = fit.REPLICATES) -> pd.DataFrame:
     """:func:`cpu_under_test` of the example written at each of ``written``, one block of rows per value written
     (column ``written_us``)."""
     return pd.concat([cpu_under_test(example_written_at(w), values, replicates).assign(written_us=w)
@@ -406,7 +406,7 @@ def round_trip_truth(scenario: str) -> dict[str, Any]:
     return dict(models.get_scenario(scenario).defaults(), **ROUND_TRIPS[scenario][0])
 
 
-def cpu_per_row_us(snap: Snapshot, f: fitting.Fit) -> float:
+def cpu_per_row_us(snap: Snapshot, f: fit.Fit) -> float:
     """The schedulers' CPU per unit of ``f``'s throughput (per row for the hot page), in microseconds."""
     busy = snap.rows.loc[snap.rows["source"] == "scheduler", "time_ms"].astype(float).sum()
     return float(busy * 1000.0 / (f.rate_per_s * snap.interval_s))
@@ -510,17 +510,17 @@ def top_waits(snap: Snapshot, count: int = 8) -> pd.DataFrame:
         "ms per second": (waits["time_ms"] / snap.interval_s).map(lambda x: f"{x:,.0f}"),
         "waits per second": (waits["count"] / snap.interval_s).map(lambda x: f"{x:,.0f}"),
         "signal share": [f"{s / t:.0%}" if t else "" for s, t in zip(waits["signal_time_ms"].fillna(0), waits["time_ms"])],
-        "ranked": ["no (idle or CPU queueing)" if w in fitting.BENIGN else "yes" for w in waits["name"]]})
+        "ranked": ["no (idle or CPU queueing)" if w in fit.BENIGN else "yes" for w in waits["name"]]})
 
 
-def diagnosis_frame(d: fitting.Diagnosis) -> pd.DataFrame:
+def diagnosis_frame(d: fit.Diagnosis) -> pd.DataFrame:
     """A diagnosis as rows: its evidence, what to look at next, and what the capture lacks."""
     rows = [("evidence", line) for line in d.evidence] + [("look at next", line) for line in d.advice]
     rows += [("not in the capture", line) for line in d.missing]
     return pd.DataFrame(rows, columns=["", "what the tool says"])
 
 
-def attribution_frame(f: fitting.Fit) -> pd.DataFrame:
+def attribution_frame(f: fit.Fit) -> pd.DataFrame:
     """What the fit charged to the modelled workload and what it set aside as the instance's other work."""
     rows = [("charged to the workload", line) for line in f.caveats]
     rows += [("background", line) for line in f.background]
@@ -545,7 +545,7 @@ def corpus_frame(root: Path = CORPUS) -> pd.DataFrame:
     rows = []
     for path in sorted([*root.glob("*.csv"), *(root / "published").glob("*.csv")]):
         known = json.loads(path.with_suffix(".truth.json").read_text())
-        f = fitting.answer(parse(path.read_text(encoding="utf-8-sig"), where=path.name))
+        f = fit.answer(parse(path.read_text(encoding="utf-8-sig"), where=path.name))
         said = ("fitted" if f.params else f"refused: {f.refusal[:80]}..." if f.refusal else "no model")
         rows.append({"capture": path.stem, "source": known["source"], "expected": known["diagnosis"][0],
                      "diagnosis": f.diagnosis.name, "right": f.diagnosis.name in known["diagnosis"], "model": said})

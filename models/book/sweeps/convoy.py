@@ -26,8 +26,10 @@ from typing import Callable
 
 import pandas as pd
 
-from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
+import models
+from models.book.analysis.convoy import by_request, convoy_onset_ms
 from models.book.sweep import DATA_DIR, Sweep, write_table
+from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 
 HOLD_MS = 2.0
 SWITCH_US = CONTEXT_SWITCH_US
@@ -70,9 +72,6 @@ SENSITIVITY_FILE = "convoy_onset_sensitivity.csv"
 
 def onset_row(rate: float, seed: int) -> dict[str, float | int]:
     """One run's time to convoy in seconds (NaN if none within the horizon)."""
-    import models
-    from models.book.analysis.convoy import by_request, convoy_onset_ms
-
     requests = int(rate * (ONSET_HORIZON_S + ONSET_CONFIRM_S))
     res = models.run("convoy", arrival_rate_per_s=rate, arrivals="poisson", hold_ms=HOLD_MS,
                      wakeup_us=ONSET_WAKEUP_US, context_switch_us=SWITCH_US, requests=requests,
@@ -93,9 +92,6 @@ def sensitivity_rows(rate: float, seed: int) -> list[dict[str, float | int]]:
     rate x (horizon + confirmation window) requests, the run :func:`onset_row` would have made.  One row per
     threshold and horizon: the time to convoy in seconds (NaN if none within that horizon).
     """
-    import models
-    from models.book.analysis.convoy import by_request, convoy_onset_ms
-
     longest = max(SENSITIVITY_HORIZONS_S) + ONSET_CONFIRM_S
     requests = int(rate * longest)
     res = models.run("convoy", arrival_rate_per_s=rate, arrivals="poisson", hold_ms=HOLD_MS,

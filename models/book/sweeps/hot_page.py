@@ -6,10 +6,10 @@ inserts per session, 5 seeds per point.  Wide rows are
 :func:`models.book.analysis.hot_page.wide`'s costs at 8,035 bytes; the grid's row_bytes picks between them.
 """
 
-from models.book.analysis.hot_page import SETUP_002, wide
+from models.book.analysis.hot_page import SETUP_002
 from models.book.sweep import Sweep
 
-_WIDE = wide()
+
 SWEEP = Sweep(
     name="hot_page",
     scenario="last-page-insert",
