@@ -1,6 +1,6 @@
 # Latch contention, modelled: build the book, run the tests, open the notebooks.
 #   make install create .venv, install the pinned requirements, and compile the engine's cache (once)
-#   make book    build the static site from clean into _build/html (offline)
+#   make book    build the static site from clean into _build/html (offline; from the notebooks' stored outputs)
 #   make pdf     the whole book as one PDF, _build/book.pdf, printed by headless Chromium from the site
 #   make test    engine tests + nbval (strict) on notebooks + site build + browser tests
 #   make lab     JupyterLab on notebooks/ with working widgets
@@ -59,7 +59,8 @@ vendor: install
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
 	$(PY) scripts/vendor_assets.py
 
-# Build from clean with warnings as errors; prints where the site is and how to serve it.
+# Build from clean with warnings as errors, from the notebooks' stored outputs (`make execute` writes them, `make
+# test` checks them); prints where the site is and how to serve it.
 book: install
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
 	$(PY) scripts/build_site.py
@@ -71,6 +72,7 @@ pdf: book system-deps
 # One pytest run on $(JOBS) processes. --dist loadfile keeps each notebook (nbval runs its cells in
 # order in one kernel) and tests/test_site.py (which builds the site once, then drives Chromium over
 # it) on a single worker each. Any failure, and "no tests collected" (exit 5), fails the target.
+# --nbval-cell-timeout is an outer limit that only ends a hung cell (10 min), not a budget a slow machine must meet.
 test: install system-deps
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -p no:cacheprovider \
 	  --nbval --nbval-current-env --nbval-cell-timeout=600 \

@@ -32,7 +32,7 @@ PDF = ROOT / "_build" / "book.pdf"
 # An A4 sheet less 15 mm margins each side is 180 mm, 680 CSS px: the charts are laid out for that width.
 COLUMN_PX = 680
 MARGIN = {"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"}
-TIMEOUT_MS = 120_000
+TIMEOUT_MS = 600_000  # the outer limit of each wait on a page (drawn, typeset): it only ends a page that hangs
 
 _READY = """() => [...document.querySelectorAll('.latch-chart')].every(el => el.dataset.laidOut === 'true')
     && document.querySelectorAll('mjx-container').length >= document.querySelectorAll('span.math, div.math').length"""
@@ -74,7 +74,9 @@ def print_pages(site: Path, docs: list[str]) -> list[tuple[str, str, bytes]]:
                 page.evaluate("() => window.latchPrepareForPrint && window.latchPrepareForPrint()")
                 page.evaluate(_UNLINK_OTHER_PAGES)
                 page.emulate_media(media="print")
-                page.wait_for_timeout(300)
+                # The charts redrawn for paper laid out, then two animation frames: the print layout is painted.
+                page.wait_for_function(_READY, timeout=TIMEOUT_MS)
+                page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
                 title = page.evaluate("() => (document.querySelector('article h1') || {textContent: document.title})"
                                       ".textContent.replace(/[#¶]\\s*$/, '').trim()")
                 pdf = page.pdf(format="A4", margin=MARGIN, print_background=True, display_header_footer=True,

@@ -24,6 +24,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 CURRENT = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook tab on screen
+# The outer limit of every wait on the server, the page or the kernel: each waits on a condition (started,
+# rendered, idle), so the limit only ends one that hangs. On two busy cores JupyterLab took minutes.
+WAIT_S = 600.0
 # No news fetch (and its pop-up), no autosave (the scratch notebooks are thrown away), and every cell in the
 # page (JupyterLab 4 otherwise renders only the cells in view).
 _SETTINGS = {
@@ -55,7 +58,7 @@ def _free_port() -> int:
 class LabSession:
     """``with LabSession() as lab:`` a running server (``lab.url``) and a browser (``lab.new_page()``)."""
 
-    def __init__(self, python: str = sys.executable, startup_s: float = 90.0) -> None:
+    def __init__(self, python: str = sys.executable, startup_s: float = WAIT_S) -> None:
         self.python, self.startup_s = python, startup_s
         self.token = "latch-book"
         self.port = _free_port()
@@ -98,7 +101,7 @@ class LabSession:
                 if self._server.poll() is not None or time.monotonic() > deadline:
                     self.__exit__(None, None, None)
                     raise RuntimeError(f"JupyterLab did not start: see {self.tmp / 'server.log'}")
-                time.sleep(0.3)
+                time.sleep(0.3)  # the poll's interval; the limit is startup_s
         from playwright.sync_api import sync_playwright
 
         self._pw = sync_playwright().start()
@@ -120,23 +123,29 @@ class LabSession:
 
     def open(self, name: str, width: int = 1280, height: int = 1000) -> Any:
         """A new page with the notebook open and its kernel ready."""
-        page = self.browser.new_page(viewport={"width": width, "height": height})
+        page = self.new_page(width, height)
         page.goto(f"{self.url}/lab/tree/{name}?reset&token={self.token}")  # reset: no tabs from earlier pages
-        page.wait_for_selector(f"{CURRENT} .jp-Cell", timeout=60_000)
+        page.wait_for_selector(f"{CURRENT} .jp-Cell")
         # On a busy machine the kernel list can arrive after the notebook, and JupyterLab then asks which kernel
-        # to start: the notebook's own (python3) is the one preselected.
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
+        # to start: the notebook's own (python3) is the one preselected. Accept it until the kernel is idle.
+        deadline = time.monotonic() + WAIT_S
+        while not page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the kernel of {name} was not idle after {WAIT_S:.0f} s")
             if page.locator(".jp-Dialog .jp-mod-accept").count():
                 page.click(".jp-Dialog .jp-mod-accept")
-            elif page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
-                break
-            page.wait_for_timeout(250)
-        self.wait_idle(page, timeout_s=60)
+            page.wait_for_timeout(250)  # the poll's interval
+        self.wait_idle(page)
+        return page
+
+    def new_page(self, width: int = 1280, height: int = 1000) -> Any:
+        """A browser page whose every wait (Playwright's default: 30 s) has the session's outer limit."""
+        page = self.browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(WAIT_S * 1000)
         return page
 
     @staticmethod
-    def wait_idle(page: Any, timeout_s: float = 300) -> None:
+    def wait_idle(page: Any, timeout_s: float = WAIT_S) -> None:
         """Wait until the kernel is idle and no cell is queued or running (no '[*]' prompt)."""
         page.wait_for_function(
             """() => {
@@ -146,11 +155,15 @@ class LabSession:
                 return idle && !busy;
             }""", timeout=timeout_s * 1000, polling=200)
 
-    def run_all(self, page: Any, timeout_s: float = 300) -> None:
+    def run_all(self, page: Any, timeout_s: float = WAIT_S) -> None:
         """Run every cell, markdown included (jupyterlab-myst evaluates the prose's inline expressions)."""
+        prompts = f"{CURRENT} .jp-CodeCell .jp-InputPrompt"
+        # The stored prompts are blanked first: a code cell shows a prompt again only once Run All has run it.
+        page.eval_on_selector_all(prompts, "els => els.forEach(p => { p.textContent = ''; })")
         page.click(f"{CURRENT} .jp-Notebook")
         page.keyboard.press("Escape")
         page.click("li.lm-MenuBar-item:has-text('Run')")
         page.click("li.lm-Menu-item:has-text('Run All Cells')")
-        page.wait_for_timeout(500)
+        page.wait_for_function(f"""() => [...document.querySelectorAll("{prompts}")]
+            .every(p => p.textContent.includes('['))""", timeout=timeout_s * 1000, polling=200)
         self.wait_idle(page, timeout_s)

@@ -15,8 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from lab_session import CURRENT, ROOT, LabSession
+from lab_session import CURRENT, ROOT, WAIT_S, LabSession
 
 CHAPTER = ROOT / "notebooks" / "01_latches_and_scheduling.ipynb"
 EXPR = re.compile(r"\{eval\}`([^`]+)`")
@@ -51,8 +52,7 @@ def lab_view() -> dict:
     def look() -> dict:
         with LabSession() as lab:
             page = lab.open(lab.add_notebook(CHAPTER.name, CHAPTER))
-            lab.run_all(page, timeout_s=300)
-            page.wait_for_timeout(1000)
+            lab.run_all(page)
             cells = f"{CURRENT} .jp-MarkdownCell"  # its rendering is the .myst element (the source sits beside it)
             return {"texts": page.eval_on_selector_all(
                         cells, "els => els.map(e => (e.querySelector('.myst') || {textContent: ''}).textContent)"),
@@ -145,23 +145,38 @@ def chart_outputs(path: Path) -> int:
                if any(m.startswith("application/vnd.vega") for m in o.get("data", {})))
 
 
-def look_unrun(lab: LabSession, name: str, charts: int) -> dict:
+# Every markdown cell is rendered by jupyterlab-myst and shows each stored number expected of it
+# ({markdown cell index: [texts]}), and ``charts`` charts are drawn.
+_UNRUN_READY = """([cells, markdown, wanted, charts]) => {
+    const rendered = [...document.querySelectorAll(cells)].map(e => e.querySelector('.myst'));
+    const drawn = [...document.querySelectorAll(cells.replace('.jp-MarkdownCell', '.jp-RenderedVegaCommon5'))]
+        .filter(e => e.querySelector('svg, canvas')).length;
+    return rendered.length === markdown && rendered.every(Boolean) && drawn >= charts
+        && Object.entries(wanted).every(([k, texts]) => texts.every(t => rendered[k].textContent.includes(t)));
+}"""
+
+
+def look_unrun(lab: LabSession, name: str, path: Path, charts: int) -> dict:
     """Open a notebook without running it: its markdown cells' text, console problems, drawn charts, dirty.
-    Waits (up to a minute) for its ``charts`` stored charts to draw, then a second for late metadata changes."""
-    page = lab.browser.new_page(viewport={"width": 1280, "height": 1000})
+    Waits until every markdown cell is rendered with the stored numbers of ``path`` (the chapter it is a copy
+    of) and its ``charts`` stored charts are drawn, with an outer limit after which the test reports what is
+    missing."""
+    page = lab.new_page()
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"{m.type}: {m.text[:300]}")
             if m.type == "error" or (m.type == "warning" and any(w in m.text for w in VERSION_WARNINGS)) else None)
     page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
     page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
-    page.wait_for_selector(f"{CURRENT} .jp-MarkdownCell .myst", timeout=60_000)
-    drawn = (f"() => [...document.querySelectorAll('{CURRENT} .jp-RenderedVegaCommon5')]"
-             f".filter(e => e.querySelector('svg, canvas')).length >= {charts}")
+    markdown = sum(1 for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    wanted = {str(k): [t for t in texts if t is not None] for k, texts in stored_values(path).items()}
     try:
-        page.wait_for_function(drawn, timeout=60_000)
-    except Exception:  # noqa: BLE001 - the chart count is asserted by the test, with what was drawn
+        page.wait_for_function(_UNRUN_READY, arg=[f"{CURRENT} .jp-MarkdownCell", markdown, wanted, charts],
+                               timeout=WAIT_S * 1000, polling=250)
+    except PlaywrightTimeout:  # the test asserts the numbers and charts, with what was shown
         pass
-    page.wait_for_timeout(1000)  # a late metadata change (what would mark the notebook modified) shows
+    # A late metadata change (what would mark the notebook modified) has nothing to wait on: this pause
+    # gives it a second; on a slow machine it may come later and go unseen (the test passes, never fails).
+    page.wait_for_timeout(1000)
     view = {
         "texts": page.eval_on_selector_all(
             f"{CURRENT} .jp-MarkdownCell", "els => els.map(e => (e.querySelector('.myst') || {textContent: ''}).textContent)"),
@@ -186,8 +201,9 @@ def unrun_views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
     def look() -> dict[str, dict]:
         with LabSession() as lab:
-            views = {p.name: look_unrun(lab, lab.add_notebook(p.name, p), chart_outputs(p)) for p in CHAPTERS}
-            views["bare"] = look_unrun(lab, lab.add_notebook("bare.ipynb", bare_path), chart_outputs(CHAPTER))
+            views = {p.name: look_unrun(lab, lab.add_notebook(p.name, p), p, chart_outputs(p)) for p in CHAPTERS}
+            views["bare"] = look_unrun(lab, lab.add_notebook("bare.ipynb", bare_path), bare_path,
+                                       chart_outputs(CHAPTER))
             return views
 
     with ThreadPoolExecutor(1) as pool:

@@ -136,8 +136,11 @@ def test_a_silent_dask_peer_is_refused_at_the_connect_deadline(monkeypatch):
 
 RUN_S = 60.0  # each run of the interrupted sweep: 4 minutes in all on two workers, far past any stop
 INTERRUPTED_SWEEP = f"""
-import sys, time
+import signal, sys, time
 from models.book.sweep import run_all
+
+# Ctrl-C as in a terminal, also when the suite runs in a background job (which starts it ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 print("go", flush=True)
 try:
