@@ -13,11 +13,13 @@ import itertools
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 import models
 from models import ParameterError, analytic
+from models.book.analysis import tempdb as tempdb_chapter
 from models.book.analysis import validation
 from models.counters.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page
 from models.scenarios import tempdb
@@ -220,3 +222,27 @@ def test_appendix_table_holds_the_formula():
     assert t["per_file_objects_per_ms"].iloc[0] == pytest.approx(t["mva_objects_per_ms"].iloc[0])
     with pytest.raises(ValueError, match="memory-optimized"):
         validation.tempdb_network({**validation.TEMPDB_PRODUCT_FORM, "metadata": "latched", "files": 1})
+
+
+def _ward_by_hand() -> pd.DataFrame:
+    """Three settings of a ward_table: Ward's order once (test 2 trailing by 0.3 %), test 3 first twice."""
+    return pd.DataFrame({"cpu_per_object_us": [20, 20, 100], "metadata_us": [20, 200, 20], "allocation_us": [2, 2, 40],
+                         "test_1_per_s": [21_767.4, 2_402.0, 10_111.0], "test_2_per_s": [58_191.2, 9_330.0, 10_080.7],
+                         "test_3_per_s": [58_812.0, 9_335.0, 13_282.0], "order": ["3 > 2 > 1", "3 > 2 > 1", "3 > 1 > 2"],
+                         "as_ward": [False, False, True], "test_2_vs_1_pct": [167.33, 288.43, -0.3]})
+
+
+def test_ward_summary_by_hand():
+    ward = _ward_by_hand()
+    assert tempdb_chapter.ward_summary(ward) == {"settings": 3, "three_first": 3, "as_ward": 1, "behind_most_pct": 0.3,
+                                         "ahead_most_pct": 288.43}
+    ahead = ward[ward["test_2_vs_1_pct"] > 0]
+    assert tempdb_chapter.ward_summary(ahead)["behind_most_pct"] == 0.0
+
+
+def test_ward_display_rounds_rates_to_the_unit_and_drops_the_flag():
+    shown = tempdb_chapter.ward_display(_ward_by_hand())
+    assert "as_ward" not in shown.columns and list(shown["order"]) == ["3 > 2 > 1", "3 > 2 > 1", "3 > 1 > 2"]
+    assert list(shown["test_1_per_s"]) == [21_767.0, 2_402.0, 10_111.0]
+    assert list(shown["test_2_per_s"]) == [58_191.0, 9_330.0, 10_081.0]
+    assert list(shown["test_2_vs_1_pct"]) == [167.3, 288.4, -0.3]

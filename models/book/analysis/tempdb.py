@@ -54,8 +54,8 @@ import pandas as pd
 
 import models
 from models import calibration
-from models.engine.program import MODE_NAMES
 from models.counters.evidence import GAM_INTERVAL, PFS_INTERVAL, allocation_page  # noqa: F401 (the chapter quotes them)
+from models.engine.program import MODE_NAMES
 from models.scenarios import tempdb as scenario
 
 NOTEBOOK = {"sessions": 16, "schedulers": 4, "calls": 16 * 120, "off_s": 35.419, "on_s": 26.784}
@@ -365,6 +365,21 @@ def ward_table(policy: str = POLICY, seeds: Iterable[int] = FIT_SEEDS) -> pd.Dat
                              "order": " > ".join(map(str, order)), "as_ward": order == WARD_ORDER,
                              "test_2_vs_1_pct": 100.0 * (rates[2] / rates[1] - 1.0)})
     return pd.DataFrame(rows)
+
+
+def ward_summary(ward: pd.DataFrame) -> dict[str, float]:
+    """What the chapter says of a :func:`ward_table`: its settings, at how many test 3 is fastest and Ward's order
+    holds, and the most test 2 trails test 1 by (0 where it never does) and leads it by (%)."""
+    behind = ward.loc[ward["test_2_vs_1_pct"] < 0, "test_2_vs_1_pct"]
+    return {"settings": len(ward), "three_first": int(ward["order"].str.startswith("3").sum()),
+            "as_ward": int(ward["as_ward"].sum()), "behind_most_pct": float(-behind.min()) if len(behind) else 0.0,
+            "ahead_most_pct": float(ward["test_2_vs_1_pct"].max())}
+
+
+def ward_display(ward: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ward_table` as the chapter shows it: rates to the unit, test 2 against test 1 to 0.1 %, no flag column."""
+    rounded = {column: ward[column].round(0) for column in ward.columns if column.endswith("_per_s")}
+    return ward.assign(**rounded, test_2_vs_1_pct=ward["test_2_vs_1_pct"].round(1)).drop(columns="as_ward")
 
 
 def dmv_rows(result: "models.Result") -> dict[str, pd.DataFrame]:
