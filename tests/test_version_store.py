@@ -6,12 +6,13 @@ import math
 import warnings
 from fractions import Fraction
 
+import pandas as pd
 import pytest
 
 import models
 from models import ParameterError
 from models.book.analysis import version_store as vs
-from models.calibration import HANDOFF_US
+from models.calibration import HANDOFF_US, WAKEUP_US
 from models.scenarios import version_store as sc
 
 EXACT = dict(cpu_dist="fixed", wakeup_us=0.0, context_switch_us=0.0)
@@ -370,3 +371,47 @@ def test_the_wake_up_bound_rests_on_its_assumptions():
     assert vs.mean_throughput(wakeup_us=15.0, row_bytes=2000, **floor) < target < \
         vs.mean_throughput(wakeup_us=15.0, row_bytes=100, **floor)
     assert vs.mean_throughput(wakeup_us=30.0, policy="unfair", **floor) > target
+
+
+def _band_by_hand() -> pd.DataFrame:
+    """A stored band in miniature: the book end (exponential CPU, the book's wake-up) at 60,000 with the chapter's hold,
+    its rounding at 58,500 and 61,500, and the fixed CPU's fit at 60,000; the loss at 8 connections on each."""
+    hold = vs.SETUP["hold_us"]
+    rows = [("exponential", WAKEUP_US, 60_000, hold, 16.0), ("exponential", WAKEUP_US, 58_500, hold + 0.5, 14.8),
+            ("exponential", WAKEUP_US, 61_500, hold - 0.5, 17.5), ("fixed", WAKEUP_US, 60_000, 5.91, 8.9)]
+    return pd.DataFrame([{"cpu_dist": dist, "wakeup_us": wakeup, "target_per_s": target, "hold_us": fitted,
+                          "axis": "connections", "value": 8.0, "loss_pct": loss, "fits": True}
+                         for dist, wakeup, target, fitted, loss in rows])
+
+
+def test_rounding_figures_and_fitted_hold_by_hand():
+    band = _band_by_hand()
+    hold = vs.SETUP["hold_us"]
+    assert vs.rounding_figures(band) == {"target_low": 58_500, "target_high": 61_500, "hold_round_low": hold - 0.5,
+                                         "hold_round_high": hold + 0.5, "round_loss8_low": 14.8,
+                                         "round_loss8_high": 17.5}
+    assert vs.fitted_hold(band, "fixed") == 5.91 and vs.fitted_hold(band, "exponential") == hold
+    with pytest.raises(ValueError, match="re-run the band sweep"):
+        vs.rounding_figures(band.assign(hold_us=band["hold_us"] + 1))
+    with pytest.raises(ValueError, match="wakeup_us=30.0 is not in the band"):
+        vs.fitted_hold(band, "fixed", 30.0)
+
+
+def test_band_figures_by_hand():
+    """Settings that reach 60,000 at wake-ups 1, 4 and 12 us (exponential) and 1 and 4 (fixed; 12 does not fit); the
+    bound falls through 61,500, 60,000 and 58,500 between 10 and 20 us, linearly: at 13.5, 15 and 16.5 us."""
+    summary = pd.DataFrame({"wakeup_us": [1.0, 1.0, 4.0, 4.0, 12.0, 12.0],
+                            "cpu_dist": ["exponential", "fixed"] * 3,
+                            "fits": [True, True, True, True, True, False],
+                            "loss_4_pct": [11.0, 10.0, 9.0, 8.0, 4.0, float("nan")],
+                            "loss_8_pct": [18.0, 12.0, 17.0, 10.0, 13.0, float("nan")],
+                            "loss_16_pct": [71.0, 57.0, 72.0, 57.0, 71.5, float("nan")]})
+    bound = pd.DataFrame({"cpu_dist": ["exponential", "exponential", "fixed", "fixed"], "wakeup_us": [10.0, 20.0] * 2,
+                          "on_per_s": [65_000.0, 55_000.0] * 2})
+    figures = vs.band_figures(summary, bound)
+    assert figures["band_wake_low"] == 1.0
+    assert (figures["band_wake_high_exponential"], figures["band_wake_high_fixed"]) == (12.0, 4.0)
+    assert (figures["band_loss8_low_exponential"], figures["band_loss8_high_exponential"]) == (13.0, 18.0)
+    assert (figures["band_loss16_low_fixed"], figures["band_loss16_high_fixed"]) == (57.0, 57.0)
+    assert (figures["band_loss4_low"], figures["band_loss4_high"]) == (4.0, 11.0)
+    assert [figures[f"bound_{end}_fixed"] for end in ("low", "mid", "high")] == pytest.approx([13.5, 15.0, 16.5])

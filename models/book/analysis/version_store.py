@@ -460,6 +460,53 @@ def band_summary(band: pd.DataFrame, connections: Iterable[int] = (4, 8, 16)) ->
     return pd.DataFrame(rows).sort_values(["wakeup_us", "cpu_dist"], ignore_index=True)
 
 
+def band_figures(summary: pd.DataFrame, bound: pd.DataFrame, connections: Iterable[int] = (4, 8, 16)
+                 ) -> dict[str, float]:
+    """What the chapter quotes of the band's settings that reach 60,000 (:func:`band_summary`) and of the wake-up
+    bound (:func:`wakeup_bound` at "about 60,000"'s low end, 60,000 and its high end), per CPU distribution."""
+    fits = summary[summary["fits"].astype(bool)]
+    figures = {"band_wake_low": fits["wakeup_us"].min()}
+    for dist in CPU_DISTS:
+        rows = fits[fits["cpu_dist"] == dist]
+        figures[f"band_wake_high_{dist}"] = rows["wakeup_us"].max()
+        for n in connections:
+            figures[f"band_loss{n}_low_{dist}"] = rows[f"loss_{n}_pct"].min()
+            figures[f"band_loss{n}_high_{dist}"] = rows[f"loss_{n}_pct"].max()
+        for end, target in (("low", RANDAL["on_per_s"] * (1 + ROUNDING)), ("mid", RANDAL["on_per_s"]),
+                            ("high", RANDAL["on_per_s"] * (1 - ROUNDING))):
+            figures[f"bound_{end}_{dist}"] = wakeup_bound(bound, dist, target)
+    figures["band_loss4_low"], figures["band_loss4_high"] = fits["loss_4_pct"].min(), fits["loss_4_pct"].max()
+    return figures
+
+
+def fitted_hold(band: pd.DataFrame, cpu_dist: str, wakeup_us: float = WAKEUP_US) -> float:
+    """The hold (us) the stored band fitted to Randal's 60,000 at one CPU distribution and wake-up."""
+    rows = band[(band["target_per_s"] == RANDAL["on_per_s"]) & (band["cpu_dist"] == cpu_dist)
+                & (band["wakeup_us"] == wakeup_us)]
+    if rows.empty:
+        raise ValueError(f"cpu_dist={cpu_dist!r} with wakeup_us={wakeup_us} is not in the band: its distributions are "
+                         f"{sorted(band['cpu_dist'].unique())} and wake-ups {sorted(band['wakeup_us'].unique())}")
+    return float(rows["hold_us"].iloc[0])
+
+
+def rounding_figures(band: pd.DataFrame, connections: int = 8) -> dict[str, float]:
+    """How far reading "about 60,000" as 60,000 +- :data:`ROUNDING` moves the fit (exponential CPU, the book's
+    wake-up): the targets run, the holds fitted to them and the loss at ``connections`` over them and the book's fit.
+    """
+    at_60k = band["target_per_s"] == RANDAL["on_per_s"]
+    exponential = band["cpu_dist"] == "exponential"
+    book_end = band[at_60k & exponential & (band["wakeup_us"] == WAKEUP_US)]
+    if not (book_end["hold_us"] == SETUP["hold_us"]).all():
+        raise ValueError(f"the band's book end has holds {sorted(book_end['hold_us'].unique())}, not the chapter's "
+                         f"hold_us={SETUP['hold_us']}: re-run the band sweep")
+    rounding = band[~at_60k & exponential]
+    both = pd.concat([rounding, book_end])
+    loss = both[(both["axis"] == "connections") & (both["value"] == connections)]["loss_pct"]
+    return {"target_low": rounding["target_per_s"].min(), "target_high": rounding["target_per_s"].max(),
+            "hold_round_low": rounding["hold_us"].min(), "hold_round_high": rounding["hold_us"].max(),
+            f"round_loss{connections}_low": loss.min(), f"round_loss{connections}_high": loss.max()}
+
+
 def band_edges(band: pd.DataFrame, axis: str) -> pd.DataFrame:
     """Along ``axis``, the lowest and highest loss over every setting of the band that reaches 60,000."""
     rows = band[(band["target_per_s"] == RANDAL["on_per_s"]) & band["fits"].astype(bool) & (band["axis"] == axis)]
