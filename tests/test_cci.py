@@ -572,3 +572,11 @@ def test_lpim_fit_range_takes_each_columns_low_and_high():
     assert (figures["fit_knee_on_lo"], figures["fit_knee_on_hi"]) == (1.0, 3.0)
     assert (figures["fit_kernel_share_96_lo"], figures["fit_kernel_share_96_hi"]) == (100.0, 300.0)
     assert len(figures) == 2 * len(cci.FIT_RANGE_COLUMNS)
+
+
+def test_finish_floors_by_hand():
+    """Five inserts at MAXDOP 2 of 40 s alone are 400 s of CPU; the last grant at 10 + 25 s ends 40 s later, at 75 s."""
+    queries = pd.DataFrame({"start_ms": [0.0, 0.0, 0.0, 10_000.0, 5_000.0],
+                            "grant_wait_ms": [0.0, 0.0, 0.0, 25_000.0, 25_000.0]})
+    assert cci.finish_floors(queries) == {"cpu_s": 5 * cci.OBBISH["maxdop"] * cci.OBBISH["alone_s"], "late_s": 75.0}
+    assert cci.finish_floors(queries)["cpu_s"] == 400.0

@@ -208,6 +208,13 @@ def batch_summary(queries: pd.DataFrame) -> dict[str, float]:
             "delta_rowgroups": int(queries["delta_store_rowgroups"].sum())}
 
 
+def finish_floors(queries: pd.DataFrame) -> dict[str, float]:
+    """Two floors under when a batch of Obbish's inserts can end, whatever the split of their rows: ``cpu_s``, all
+    their CPU (to divide by the schedulers), and ``late_s``, the latest grant plus an insert's 40 s alone."""
+    return {"cpu_s": len(queries) * OBBISH["maxdop"] * OBBISH["alone_s"],
+            "late_s": float((queries["start_ms"] + queries["grant_wait_ms"]).max()) / 1000 + OBBISH["alone_s"]}
+
+
 def tradeoff_figures(tradeoff: pd.DataFrame, timeouts_s: tuple[float, float] = (OBBISH["timeout_s"], 60.0)
                      ) -> dict[str, float]:
     """What exercise 2 quotes from :func:`timeout_tradeoff`: the largest gap (s) between the two time-outs' last ends
