@@ -16,8 +16,9 @@ import pytest
 from scipy import stats
 
 from models.params import ParameterError
+from models.statistics import mean_ci  # the t quantiles' own tests are in test_statistics.py
 
-from models.book.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, mean_ci, run_all, run_one, run_sweep, t95,
+from models.book.sweep import (CI_SUFFIX, DASK_CONNECT_S, METRICS, Sweep, run_all, run_one, run_sweep,
                           write_table)
 
 SMALL = Sweep(
@@ -25,14 +26,6 @@ SMALL = Sweep(
     grid={"workers": [2, 6], "policy": ["fair", "unfair"]},
     fixed={"schedulers": 2, "acquires": 600, "seed": 11}, replications=3,
 )
-
-
-@pytest.mark.parametrize("dof", [1, 2, 4, 9, 19, 100])
-def test_t_quantiles_match_scipy(dof):
-    expected = stats.t.ppf(0.975, dof)
-    assert t95(dof) == pytest.approx(expected, abs=5e-7)
-    with pytest.raises(ValueError, match=r"dof=0 is out of range"):
-        t95(0)
 
 
 def test_mean_ci_is_the_student_interval():
