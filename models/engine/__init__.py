@@ -4,6 +4,8 @@ Only compiled kernels over one state buffer live here, and nothing here
 imports from outside this package.  The layers, each importing only those
 above it in this list:
 
+* ``numba_internals``: every use of numba's private API (the cache locators, tables indexed as they are,
+  views of the buffer), written against one numba version and checked by ``tests/test_numba_internals.py``;
 * ``jit``: how kernels are compiled, and the numba cache keyed on this whole package;
 * ``state``: the buffer and its tables; ``clock``: the tick; ``rng``: the seeded generator;
 * ``program``: the instruction set a scenario writes its workers' programs in;
