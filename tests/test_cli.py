@@ -357,3 +357,20 @@ def test_no_command_shows_every_command(capsys):
     code, out, err = run_main(capsys)
     assert code == 2 and out == ""
     assert err.startswith("usage: python -m models") and all(f"    {c} " in err for c in ("list", "run", "warm", "fit"))
+
+
+def test_sweep_help_works_outside_the_book_and_a_sweep_there_says_how_to_name_it(tmp_path):
+    """Importing the sweeps reads no folder: `sweep --help` answers anywhere; a sweep outside the book names the
+    variable that says where the book is, in one line."""
+    env = {key: value for key, value in os.environ.items() if key != "LATCH_BOOK_ROOT"}
+
+    def outside(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "models", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)
+
+    helped = outside("sweep", "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "NAME" in helped.stdout
+    refused = outside("sweep", "convoy", "--quick")
+    assert refused.returncode != 0
+    assert "LATCH_BOOK_ROOT" in refused.stderr and "Traceback" not in refused.stderr

@@ -222,14 +222,3 @@ def test_debouncer_with_a_manual_timer():
     d.trigger()
     d.flush()
     assert fired == [1, 1] and not d.pending
-
-
-def test_the_site_build_stores_no_vega_bundle_in_the_page(monkeypatch, small):
-    """On the static site the panel is a note; its chart view must not carry the 0.9 MB bundle into the page."""
-    from models.book import render
-
-    live = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("waits",))
-    assert "vegaEmbed" in live.panel.chart_view._esm
-    monkeypatch.setenv(render.ENV_VAR, "site")
-    site = widgets.panel("convoy", knobs=["policy"], runner=FakeRunner(small), outputs=("waits",))
-    assert len(site.panel.chart_view._esm) < 100

@@ -4,11 +4,10 @@ Altair's default renderer fetches vega, vega-lite and vega-embed from a CDN,
 which a reader behind a locked-down network never reaches. This module
 registers an Altair renderer named ``"offline"`` with two output forms:
 
-- **site** (the book build sets ``LATCH_BOOK_RENDER=site``): a ``text/html``
-  output holding a ``<div>`` whose id is a hash of the spec (so a re-executed
-  notebook gives byte-identical output) and a small script that calls the
-  global ``vegaEmbed``. The site loads that global once per page from its own
-  vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
+- **site** (:func:`site_html`, made at build time from a notebook's stored spec by
+  ``book/_ext/stored_outputs.py``): a ``<div>`` whose id is a hash of the spec (so the same spec
+  gives byte-identical pages) and a small script that calls the global ``vegaEmbed``. The site
+  loads that global once per page from its own vendored bundle (``book/_vendor/vega/vega-embed-bundle.js``).
 - **notebook** (default): the chart compiled to a Vega 5 spec (``application/vnd.vega.v5+json``) that
   JupyterLab and VS Code draw with their own bundled Vega, a PNG of it, the Vega-Lite spec itself under
   its own version's mimetype (:data:`SPEC_MIMETYPE`, which JupyterLab 4 does not draw: it is the source,
@@ -34,7 +33,6 @@ import hashlib
 import html
 import json
 import math
-import os
 from typing import Any, ContextManager, Iterator
 
 import altair as alt
@@ -44,7 +42,6 @@ from altair.utils import schemapi
 from models.book.stored import CHART, significant
 
 RENDERER_NAME = "offline"
-ENV_VAR = "LATCH_BOOK_RENDER"
 # JupyterLab 4 and VS Code draw Vega 5 specs natively; the book's Vega-Lite 6 specs are compiled down with
 # vl-convert's newest Vega-Lite 5 (every spec feature the book uses exists in it).
 NOTEBOOK_MIMETYPE = "application/vnd.vega.v5+json"
@@ -55,11 +52,6 @@ EMBED_OPTIONS = {"actions": False, "renderer": "svg"}
 # prints a range input's raw value beside it; an explorer over an uneven grid (1, 2, 4, 8) moves over
 # positions, so the site's script prints the value at the position instead.
 SLIDER_VALUES = "sliderValues"
-
-
-def site_build() -> bool:
-    """True while the static site is being built (the Makefile sets LATCH_BOOK_RENDER=site), so outputs target the site."""
-    return os.environ.get(ENV_VAR, "").strip().lower() == "site"
 
 
 def _portable(obj: Any) -> Any:
@@ -253,9 +245,7 @@ def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
-    """The 'offline' Altair renderer: site HTML during the book build, the notebook bundle otherwise."""
-    if site_build():
-        return {"text/html": site_html(spec, metadata.get("embed_options")), "text/plain": _describe(spec)}
+    """The 'offline' Altair renderer: the notebook bundle (the site's form is made from its stored spec)."""
     return notebook_bundle(spec)
 
 

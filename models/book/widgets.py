@@ -103,9 +103,6 @@ class PanelBox(w.VBox):
         return self.note
 
 
-_SITE_STUB = "export default { render() {} };"
-
-
 @functools.lru_cache(maxsize=1)
 def _chart_view_esm() -> str:
     """The chart view's front end: the vega-embed bundle (as the book's site vendors it, when the book's folder is
@@ -133,8 +130,7 @@ class ChartsView(anywidget.AnyWidget):
 
     @property
     def _esm(self) -> str:  # read once by AnyWidget.__init__
-        # The static site shows a note in the panel's place and would only store the bundle in the page.
-        return _SITE_STUB if render.site_build() else _chart_view_esm()
+        return _chart_view_esm()
 
     def show(self, specs: list[dict[str, Any]]) -> None:
         """Draw these Vega-Lite specs (from :func:`models.book.render.quick_spec`), replacing the last ones."""

@@ -46,9 +46,10 @@ import numpy as np
 import pandas as pd
 
 import models
-from models.statistics import mean_ci
+from models.book.stored import data_dir
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US, WHITE_FAIR_LATCH_WAITS, WHITE_FAIR_SIGNAL_WAIT_MS
 from models.scenarios.parallel_insert import log_records
+from models.statistics import mean_ci
 
 SCALE = 1
 WHITE_ROWS = 64 * 1024 * 1024
@@ -120,8 +121,6 @@ SETUP: dict[str, Any] = dict(_INSERT, hold_us=HOLD_US, cpu_per_row_us=CPU_PER_RO
 
 # The basis words of book/how-to-read.md#fitted-or-predicted.
 FITTED, FOLLOWS, CONSISTENT, PREDICTED = "fitted", "follows from the fit", "consistent", "predicted"
-# A total whose parts have different bases (the fair wait time: a predicted resource part plus the fitted signal wait).
-PREDICTED_PLUS_FITTED = f"{PREDICTED} + {FITTED}"
 
 
 def cpu_per_row_estimate(hold_us: float = HOLD_US) -> float:
@@ -464,8 +463,7 @@ def band_idle_s(band: pd.DataFrame | None = None) -> pd.DataFrame:
     seeds): its waits and its idle time (s), elapsed less records x hold less waits x hand-off.  ``band`` defaults
     to the stored band."""
     if band is None:
-        from models.book.sweep import DATA_DIR
-        band = pd.read_csv(DATA_DIR / "fairness_band.csv")
+        band = pd.read_csv(data_dir() / "fairness_band.csv")
     band = band[band["record_factor"] == 1.0]
     idle = (band["elapsed_s_fair"] - band["records"] * band["hold_us"] / 1e6
             - band["latch_waits_fair"] * band["handoff_us"] / 1e6)

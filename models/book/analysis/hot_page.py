@@ -93,12 +93,13 @@ from typing import Any, Iterable
 import pandas as pd
 
 import models
-from models.statistics import mean_ci
+from models.book.stored import data_dir
 from models.calibration import (
     CONTEXT_SWITCH_US, HANDOFF_US, INSERT_CALL_US, INSERT_ROW_US, POCHE_BATCH500_US_PER_ROW, POCHE_SERIAL_US_PER_ROW,
     WAKEUP_BAND_US, WAKEUP_US,
 )
 from models.scenarios.last_page_insert import rows_per_page
+from models.statistics import mean_ci
 
 POCHE = {"sessions": 100, "inserts": 1_000, "schedulers": 16,
          "throttled_wall_s": 61.0, "throttled_narrow_s": 12.76, "throttled_narrow_waits_s": 0.185,
@@ -458,8 +459,7 @@ BOOK, LOW, NOQ = f"hold {HOLD_US:g} us", f"hold {CPU_UNDER_US:g} us", "no queue 
 
 def stored_study() -> pd.DataFrame:
     """The stored band study (``python -m models sweep hot_page_band``), as :func:`band_study` wrote it."""
-    from models.book.sweep import DATA_DIR
-    return pd.read_csv(DATA_DIR / "hot_page_band.csv")
+    return pd.read_csv(data_dir() / "hot_page_band.csv")
 
 
 def cpu_ratio_10(study: pd.DataFrame, setting: str = BOOK) -> float:

@@ -827,9 +827,8 @@ def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
 
 
 def _ch5b_tables() -> list[tuple[str, pd.DataFrame]]:
-    from models.book.sweep import DATA_DIR
 
-    band = pd.read_csv(DATA_DIR / "tempdb_band.csv")   # as the chapter reads it
+    band = pd.read_csv(stored.data_dir() / "tempdb_band.csv")   # as the chapter reads it
     return [("Lahoud, 2019 and 2018", tempdb.comparison_table(band, tempdb.band_runs(band)))]
 
 
@@ -1064,7 +1063,6 @@ def parameter_ledger() -> pd.DataFrame:
     chapter 5's; 5b's is read from its stored band, book/data/tempdb_band.csv, as the chapter reads it).  Columns:
     chapter, parameter, value, derived from.
     """
-    from models.book.sweep import DATA_DIR
 
     rows = [
         ("all", "hand-off h (wake-up + context switch)", f"{calibration.HANDOFF_US} µs",
@@ -1078,7 +1076,7 @@ def parameter_ledger() -> pd.DataFrame:
     ]
     ledger = pd.DataFrame(rows, columns=["chapter", "parameter", "value", "derived from"])
     parts = [ledger]
-    tempdb_band = pd.read_csv(DATA_DIR / "tempdb_band.csv")
+    tempdb_band = pd.read_csv(stored.data_dir() / "tempdb_band.csv")
     tables = {5: hot_page.parameter_table, "5b": lambda: tempdb.parameter_table(tempdb_band),
               6: version_store.parameter_table, 7: cci.parameter_table}
     for chapter in LEDGER_CHAPTERS:

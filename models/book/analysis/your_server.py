@@ -22,7 +22,6 @@ from scipy.stats import binomtest
 import models
 from models.book.analysis import hot_page
 from models.book.stored import FITTED, book_path, significant
-from models.book.sweep import DATA_DIR
 from models.book.sweep import write_table
 from models.counters.snapshot import SETTINGS, SOURCES, Snapshot, decode, parse
 from models.files import write_text_atomic
@@ -31,18 +30,35 @@ from models.fitting import fit
 from models.fitting import whatif
 from models.fitting.capture import from_model
 
-EXAMPLE = DATA_DIR / "example_snapshot.csv"
-COVERAGE = DATA_DIR / "coverage.csv"  # ``python -m models sweep coverage`` writes it (models/book/sweeps/coverage.py)
-COVERAGE_MISSPECIFIED = DATA_DIR / "coverage_misspecified.csv"  # ``python -m models sweep coverage_misspecified``
-MISSPECIFIED_TRIPS = "coverage_misspecified_trips.csv"  # every trip of that study, beside it
-CPU_UNDER_TEST = DATA_DIR / "cpu_under_test.csv"  # ``python -m models sweep cpu_under_test``
-COVERAGE_REALISTIC = DATA_DIR / "coverage_realistic.csv"  # ``python -m models sweep coverage_realistic``
-REALISTIC_TRIPS = DATA_DIR / "coverage_realistic_trips.csv"  # every trip of that study, beside it
-REALISTIC_BANDS = DATA_DIR / "coverage_realistic_bands.csv"  # its variant with the banded values drawn
-# A DBA's capture of a busy instance: the hot page under the DBA's names, other work, no extended events
-# (scripts/make_captures.py writes it beside its copy in the test corpus, tests/captures/hot_page_busy_instance.csv).
-DBA_CAPTURE = DATA_DIR / "dba_capture.csv"
-CORPUS = book_path("tests", "captures")  # the captures the fit is judged on, each with its truth
+MISSPECIFIED_TRIPS = "coverage_misspecified_trips.csv"  # every trip of the misspecified study, beside it
+# The chapter's stored files, by the names the notebook and tests use (``your_server.EXAMPLE``): each found in the
+# book's folder when asked for (the module's ``__getattr__``), so importing this module (the sweep command does)
+# reads no folder.  The coverage studies are written by ``python -m models sweep NAME`` (models/book/sweeps/).
+STORED_FILES = {
+    "EXAMPLE": ("book", "data", "example_snapshot.csv"),
+    "COVERAGE": ("book", "data", "coverage.csv"),
+    "COVERAGE_MISSPECIFIED": ("book", "data", "coverage_misspecified.csv"),
+    "CPU_UNDER_TEST": ("book", "data", "cpu_under_test.csv"),
+    "COVERAGE_REALISTIC": ("book", "data", "coverage_realistic.csv"),
+    "REALISTIC_TRIPS": ("book", "data", "coverage_realistic_trips.csv"),  # every trip of that study
+    "REALISTIC_BANDS": ("book", "data", "coverage_realistic_bands.csv"),  # its variant with the banded values drawn
+    # A DBA's capture of a busy instance: the hot page under the DBA's names, other work, no extended events
+    # (scripts/make_captures.py writes it beside its copy in the test corpus, tests/captures/hot_page_busy_instance.csv).
+    "DBA_CAPTURE": ("book", "data", "dba_capture.csv"),
+    "CORPUS": ("tests", "captures"),  # the captures the fit is judged on, each with its truth
+}
+
+
+def stored_file(name: str) -> Path:
+    """Where the chapter's stored file ``name`` (a key of :data:`STORED_FILES`) is, in the book's folder."""
+    return book_path(*STORED_FILES[name])
+
+
+def __getattr__(name: str) -> Path:
+    """``EXAMPLE``, ``COVERAGE``... (:data:`STORED_FILES`), looked up when named."""
+    if name in STORED_FILES:
+        return stored_file(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _fitted(x: Any) -> Any:
@@ -93,8 +109,9 @@ def example_snapshot() -> str:
             f"# (100 sessions, 16 schedulers), written by\n# {EXAMPLE_COMMAND}\n" + snap.to_csv())
 
 
-def write_example(path: Path = EXAMPLE) -> Path:
+def write_example(path: Path | None = None) -> Path:
     """Write the example snapshot (``python -m models.book.analysis.your_server`` does), whole or not at all."""
+    path = stored_file("EXAMPLE") if path is None else path
     return write_text_atomic(path, example_snapshot())
 
 
@@ -333,7 +350,7 @@ def example_written_at(under_us: float) -> Snapshot:
     """The example's snapshot written with ``under_us`` of work under the latch: the stored example at chapter 5's
     value, otherwise (40 us) the same window with the call's CPU kept and :data:`HOLD_40_FIT`."""
     if under_us == EXAMPLE_PARAMS["cpu_under_us"]:
-        return load(EXAMPLE)
+        return load(stored_file("EXAMPLE"))
     if under_us != 40.0:
         raise ValueError(f"under_us={under_us}: the example is written only at {CPU_UNDER_WRITTEN} us")
     before = round(EXAMPLE_PARAMS["cpu_before_us"] + EXAMPLE_PARAMS["cpu_under_us"] - under_us, 2)
@@ -349,8 +366,9 @@ def cpu_under_both_ways(written: tuple[float, ...] = CPU_UNDER_WRITTEN, values: 
                       for w in written], ignore_index=True)[["written_us", *CPU_UNDER_COLUMNS]]
 
 
-def write_cpu_under_test(path: Path = CPU_UNDER_TEST) -> Path:
+def write_cpu_under_test(path: Path | None = None) -> Path:
     """Store :func:`cpu_under_both_ways` (``python -m models sweep cpu_under_test``), whole or not at all."""
+    path = stored_file("CPU_UNDER_TEST") if path is None else path
     return write_table(cpu_under_both_ways(), path)
 
 
@@ -359,8 +377,9 @@ def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def cpu_under_frame(path: Path = CPU_UNDER_TEST) -> pd.DataFrame:
+def cpu_under_frame(path: Path | None = None) -> pd.DataFrame:
     """The stored test of the assumed work under the latch as the page shows it: one row per value tried."""
+    path = stored_file("CPU_UNDER_TEST") if path is None else path
     stored = pd.read_csv(path, keep_default_na=False)
     gain = {change: [f"{float(x):.2f}" if x != "" else "" for x in stored[change]] for change in UNDER_GAINS}
     return pd.DataFrame({"snapshot written at (µs)": stored["written_us"].map(lambda x: f"{x:g}"),
@@ -370,11 +389,12 @@ def cpu_under_frame(path: Path = CPU_UNDER_TEST) -> pd.DataFrame:
                          "× now, sequential-key": gain["sequential-key"], "× now, batch": gain["batch"]})
 
 
-def cpu_under_summary(path: Path = CPU_UNDER_TEST) -> dict[str, Any]:
+def cpu_under_summary(path: Path | None = None) -> dict[str, Any]:
     """The stored test's headline: the values refused (and what the first of them misses), the span that stands,
     the values at which the fit only widened its ranges, and each gain's lowest and highest where the fit stands,
     for the example as stored (written at chapter 5's value); ``reverse``: the same for the snapshot written at
     :data:`CPU_UNDER_WRITTEN`'s other end, with its gains where it was fitted at the value that wrote it."""
+    path = stored_file("CPU_UNDER_TEST") if path is None else path
     every = pd.read_csv(path, keep_default_na=False)
     own = EXAMPLE_PARAMS["cpu_under_us"]
     stored = every[every["written_us"] == own]
@@ -412,9 +432,10 @@ def cpu_per_row_us(snap: Snapshot, f: fit.Fit) -> float:
     return float(busy * 1000.0 / (f.rate_per_s * snap.interval_s))
 
 
-def misspecified_table(path: Path = COVERAGE_MISSPECIFIED) -> pd.DataFrame:
+def misspecified_table(path: Path | None = None) -> pd.DataFrame:
     """The misspecification trips as the page shows them: per direction and parameter, how often the range held
     the truth, its interval, the median error and the median half-width."""
+    path = stored_file("COVERAGE_MISSPECIFIED") if path is None else path
     stored = pd.read_csv(path)
     return pd.DataFrame({
         "written with": stored["written"], "fitted assuming": stored["assumed"], "parameter": stored["parameter"],
@@ -425,9 +446,10 @@ def misspecified_table(path: Path = COVERAGE_MISSPECIFIED) -> pd.DataFrame:
     })
 
 
-def misspecified_summary(path: Path = COVERAGE_MISSPECIFIED) -> dict[str, Any]:
+def misspecified_summary(path: Path | None = None) -> dict[str, Any]:
     """The misspecification trips' headline: trips per direction, fits, refusals and widenings, the hold's
     coverage in each direction and its median error (per cent, the mean of the two directions' sizes)."""
+    path = stored_file("COVERAGE_MISSPECIFIED") if path is None else path
     stored = pd.read_csv(path)
     per_direction = stored.drop_duplicates(["written", "assumed"])
     hold = stored[stored["parameter"] == "hold_us"]
@@ -446,13 +468,14 @@ def _hold_error_range(path: Path) -> tuple[float, float]:
     return float(error.min()), float(error.max())
 
 
-def coverage_table(path: Path = COVERAGE) -> pd.DataFrame:
+def coverage_table(path: Path | None = None) -> pd.DataFrame:
     """The coverage study as the page shows it: per scenario and fitted parameter, how often the range held the truth.
 
     Read from the stored study (book/data/coverage.csv); the share is the ranges that held the true value among
     the trips the fit did not refuse (``widened``: trips whose ranges the misfit check widened), beside the
     nominal level and the ranges' median half-width.
     """
+    path = stored_file("COVERAGE") if path is None else path
     stored = pd.read_csv(path)
     return pd.DataFrame({
         "scenario": stored["scenario"], "parameter": stored["parameter"],
@@ -477,9 +500,10 @@ def _interval(covered: int, trips: int) -> str:
     return f"{math.floor(100 * low)}% to {math.ceil(100 * high)}%"
 
 
-def coverage_summary(path: Path = COVERAGE) -> dict[str, Any]:
+def coverage_summary(path: Path | None = None) -> dict[str, Any]:
     """The study's headline numbers: trips per scenario (fewest), the lowest and pooled coverage, the refusals and
     widenings (false alarms of the misfit check: every capture is of the model itself)."""
+    path = stored_file("COVERAGE") if path is None else path
     stored = pd.read_csv(path)
     worst = stored.loc[stored["coverage"].idxmin()]
     return {"trips": int(stored["trips"].min()), "level": float(stored["level"].iloc[0]),
@@ -540,8 +564,9 @@ def bands_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def corpus_frame(root: Path = CORPUS) -> pd.DataFrame:
+def corpus_frame(root: Path | None = None) -> pd.DataFrame:
     """Every capture of the corpus: where it comes from, the diagnosis its truth expects, and what the tool said."""
+    root = stored_file("CORPUS") if root is None else root
     rows = []
     for path in sorted([*root.glob("*.csv"), *(root / "published").glob("*.csv")]):
         known = json.loads(path.with_suffix(".truth.json").read_text())
@@ -552,9 +577,10 @@ def corpus_frame(root: Path = CORPUS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def coverage_realistic_table(path: Path = COVERAGE_REALISTIC) -> pd.DataFrame:
+def coverage_realistic_table(path: Path | None = None) -> pd.DataFrame:
     """The realistic coverage study as the page shows it, narrow enough for the column: per scenario and fitted
     parameter, how often the 95% range and the span over the bands held the truth, and the ranges' width."""
+    path = stored_file("COVERAGE_REALISTIC") if path is None else path
     stored = pd.read_csv(path)
     stored = stored[stored["fitted"] > 0].reset_index(drop=True)
     return pd.DataFrame({
@@ -567,11 +593,14 @@ def coverage_realistic_table(path: Path = COVERAGE_REALISTIC) -> pd.DataFrame:
     })
 
 
-def coverage_realistic_summary(path: Path = COVERAGE_REALISTIC, trips_path: Path = REALISTIC_TRIPS,
-                               bands_path: Path = REALISTIC_BANDS) -> dict[str, Any]:
+def coverage_realistic_summary(path: Path | None = None, trips_path: Path | None = None,
+                               bands_path: Path | None = None) -> dict[str, Any]:
     """The realistic study's headline numbers: trips, refusals (misdiagnoses included), pooled coverage of the
     ranges and of the spans over the bands, the hot page's ranges apart by whether the misfit check widened them,
     and the variant whose banded values were drawn (its refusals and band coverage)."""
+    path = stored_file("COVERAGE_REALISTIC") if path is None else path
+    trips_path = stored_file("REALISTIC_TRIPS") if trips_path is None else trips_path
+    bands_path = stored_file("REALISTIC_BANDS") if bands_path is None else bands_path
     stored = pd.read_csv(path)
     fitted_rows = stored[stored["fitted"] > 0]
     worst = fitted_rows.loc[fitted_rows["coverage"].idxmin()]

@@ -28,7 +28,8 @@ import pandas as pd
 
 import models
 from models.book.analysis.convoy import by_request, convoy_onset_ms
-from models.book.sweep import DATA_DIR, Sweep, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Sweep, write_table
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US
 
 HOLD_MS = 2.0
@@ -125,9 +126,10 @@ def onset_table(run: Callable[..., list] | None = None) -> pd.DataFrame:
     return pd.DataFrame(run(onset_row, arglist, "convoy onset"))
 
 
-def write_extra(out_dir: Path = DATA_DIR, run: Callable[..., list] | None = None) -> list[Path]:
+def write_extra(out_dir: Path | None = None, run: Callable[..., list] | None = None) -> list[Path]:
     """The time-to-convoy table and its sensitivity table, which `python -m models sweep convoy` writes beside
     the grid."""
+    out_dir = data_dir() if out_dir is None else out_dir
     return [write_table(onset_table(run), out_dir / ONSET_FILE),
             write_table(sensitivity_table(run), out_dir / SENSITIVITY_FILE)]
 
@@ -136,6 +138,6 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] == ["sensitivity"]:  # the sensitivity table alone (about 3 minutes on one core)
-        print(write_table(sensitivity_table(), DATA_DIR / SENSITIVITY_FILE))
+        print(write_table(sensitivity_table(), data_dir() / SENSITIVITY_FILE))
     else:
         print(write_extra())

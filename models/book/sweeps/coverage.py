@@ -31,7 +31,8 @@ from typing import Any, Callable
 import pandas as pd
 from tqdm import tqdm
 
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 from models.fitting import coverage
 from models.scenarios import CATALOGUE
 
@@ -76,9 +77,10 @@ def spread(scenario: str) -> float:
     return SPREAD if own is None else own
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True,
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True,
           scenarios: list[str] | None = None) -> list[Path]:
     """Run the study and write its two tables, each whole or not at all."""
+    out_dir = data_dir() if out_dir is None else out_dir
     summary, every = run(QUICK_TRIPS if quick else TRIPS, scenarios, progress)
     return [write_table(summary, out_dir / SUMMARY_FILE), write_table(every, out_dir / TRIPS_FILE)]
 

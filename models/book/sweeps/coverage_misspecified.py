@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 from models.book.sweeps.coverage import FIRST_TRIP, SPREAD
 from models.fitting import coverage
 
@@ -64,8 +65,9 @@ def run(trips: int = TRIPS, progress: bool = True) -> tuple[pd.DataFrame, pd.Dat
     return pd.concat(out, ignore_index=True)[COLUMNS], pd.concat(every, ignore_index=True)
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Run the trips and write their summary and every trip, each whole or not at all."""
+    out_dir = data_dir() if out_dir is None else out_dir
     summary, every = run(QUICK_TRIPS if quick else TRIPS, progress)
     return [write_table(summary, out_dir / FILE), write_table(every, out_dir / TRIPS_FILE)]
 

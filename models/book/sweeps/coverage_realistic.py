@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from models.book.analysis.version_store import SETUP as RANDAL_SETUP
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 from models.book.sweeps.coverage import SETUPS as ROUND_TRIP_SETUPS
 from models.book.sweeps.coverage import SPREAD, run_setups
 from models.fitting import coverage
@@ -84,9 +85,10 @@ def run(trips: int = TRIPS, scenarios: list[str] | None = None, progress: bool =
         "spread": SPREAD, "dress": dressing(scenario), "draw_unknown": band_draws(scenario) if bands else None})
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True,
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True,
           scenarios: list[str] | None = None) -> list[Path]:
     """Run the study and write its two tables, each whole or not at all."""
+    out_dir = data_dir() if out_dir is None else out_dir
     summary, every = run(QUICK_TRIPS if quick else TRIPS, scenarios, progress)
     banded, _ = run(QUICK_TRIPS if quick else BAND_TRIPS, scenarios, progress, bands=True)
     return [write_table(summary, out_dir / SUMMARY_FILE), write_table(every, out_dir / TRIPS_FILE),

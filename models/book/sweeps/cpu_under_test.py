@@ -15,12 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.book.analysis import your_server
-from models.book.sweep import DATA_DIR, Study
+from models.book.stored import data_dir
+from models.book.sweep import Study
 from models.book.sweep import write_table
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Fit the example at each value and write the table (``quick``: the two values 4.16 and 40 only)."""
+    out_dir = data_dir() if out_dir is None else out_dir
     if quick:
         table = your_server.cpu_under_both_ways(values=your_server.CPU_UNDER_WRITTEN)
         return [write_table(table, out_dir / your_server.CPU_UNDER_TEST.name)]

@@ -23,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.book.analysis import fairness
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 
 BAND_FILE = "fairness_band.csv"
 STARVATION_FILE = "fairness_starvation.csv"
@@ -31,12 +32,13 @@ GAPS_FILE = "fairness_gaps.csv"
 ROUNDING_FILE = "fairness_rounding.csv"
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Run the band, the starvation seeds, the gap check and the rounding check and write the four tables, each
     whole or not at all.
 
     ``quick`` runs one seed at the 9.7 us end, four starvation seeds, fixed gaps at 9.7 us and the face-value end
     of the rounding check with one seed (for tests)."""
+    out_dir = data_dir() if out_dir is None else out_dir
     if quick:
         band = fairness.pd.DataFrame(fairness.band_row(fairness.HANDOFF_US, seeds=(1,)))
         starve = fairness.starvation_runs(maxdops=(11,), seeds=(1, 2, 3, 4))

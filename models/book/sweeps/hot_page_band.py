@@ -17,13 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.book.analysis import hot_page
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 
 BAND_FILE = "hot_page_band.csv"
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Run the study and write its table whole.  ``quick`` runs seed 1 at 64 and 100 sessions only (for tests)."""
+    out_dir = data_dir() if out_dir is None else out_dir
     if quick:
         table = hot_page.band_study(seeds=(1,), sessions=(64, 100), schedulers=(16,))
     else:

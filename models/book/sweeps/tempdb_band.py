@@ -13,13 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.book.analysis import tempdb
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 
 BAND_FILE = "tempdb_band.csv"
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Fit the band and write it whole or not at all (``quick``: one hold, one policy, for tests)."""
+    out_dir = data_dir() if out_dir is None else out_dir
     table = tempdb.band_table(holds=(20.0,), policies=(tempdb.POLICY,)) if quick else tempdb.band_table()
     return [write_table(table, out_dir / BAND_FILE)]
 

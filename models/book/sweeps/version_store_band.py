@@ -18,16 +18,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.book.analysis import version_store
-from models.book.sweep import DATA_DIR, Study, write_table
+from models.book.stored import data_dir
+from models.book.sweep import Study, write_table
 
 BAND_FILE = "version_store_band.csv"
 BOUND_FILE = "version_store_bound.csv"
 
 
-def write(out_dir: Path = DATA_DIR, *, quick: bool = False, progress: bool = True) -> list[Path]:
+def write(out_dir: Path | None = None, *, quick: bool = False, progress: bool = True) -> list[Path]:
     """Run the band and the bound and write both tables, each whole or not at all.
 
     ``quick`` runs the fixed-CPU end at the book's wake-up on one axis point, and two bound points (for tests)."""
+    out_dir = data_dir() if out_dir is None else out_dir
     if quick:
         band = version_store.pd.DataFrame(version_store.band_scenario(
             "fixed", 7.7, axes={"connections": (8,)}))
