@@ -1046,7 +1046,7 @@ def test_your_server_points_to_its_example_in_the_right_direction() -> None:
     nb = nbformat.read(ROOT / "notebooks" / "09_your_server.ipynb", as_version=4)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     panel = next(k for k, src in enumerate(code) if "snapshot_panel(" in src)
-    fitted = next(k for k, src in enumerate(code) if "fitting.fit(snapshot)" in src)
+    fitted = next(k for k, src in enumerate(code) if "fit.fit(snapshot)" in src)
     assert ("above" in SNAPSHOT_NOTE) == (fitted < panel) and ("below" in SNAPSHOT_NOTE) == (fitted > panel)
 
 

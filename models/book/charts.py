@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+import models
 from models.book import render
 from models.book.render import SLIDER_VALUES
 from models.book.stored import CI_SUFFIX
@@ -125,11 +126,7 @@ _SUFFIX_UNITS = (("_per_s", "per second"), ("_ms", "ms"), ("_us", "µs"), ("_cou
 
 @functools.lru_cache(maxsize=1)
 def _catalogue_units() -> dict[str, tuple[str, str]]:
-    """Parameter name -> (kind, unit) over every scenario, if the engine is importable."""
-    try:
-        import models
-    except ImportError:  # pragma: no cover
-        return {}
+    """Parameter name -> (kind, unit) over every scenario's catalogue."""
     found: dict[str, tuple[str, str]] = {}
     for scenario in models.scenarios().values():
         for p in scenario.params:
@@ -656,18 +653,13 @@ def _start(col: str, values: list[Any], defaults: Mapping[str, Any] | None) -> A
     """The initial input value: the given default, else the catalogue default, else the middle value."""
     wanted = (defaults or {}).get(col)
     if wanted is None:
-        try:
-            import models
-
-            for scenario in models.scenarios().values():
-                for p in scenario.params:
-                    if p.name == col and p.default in values:
-                        wanted = p.default
-                        break
-                if wanted is not None:
+        for scenario in models.scenarios().values():
+            for p in scenario.params:
+                if p.name == col and p.default in values:
+                    wanted = p.default
                     break
-        except ImportError:  # pragma: no cover
-            pass
+            if wanted is not None:
+                break
     if wanted is not None and wanted not in values:
         raise ValueError(f"explorer: default {col}={wanted!r} is not a grid value; use one of {values}")
     return wanted if wanted is not None else values[(len(values) - 1) // 2]

@@ -7,18 +7,18 @@ chapter's claims can be tested without plotting anything.
 
 from __future__ import annotations
 
+import html
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+import models
 from models import analytic
 from models.book.analysis.fairness import PUBLISHED, RECORDS
+from models.book.stored import fitted
 from models.statistics import mean_ci
-
-if TYPE_CHECKING:  # the engine is imported only when a run is asked for
-    import models
 
 __all__ = ["HOLD_MS", "run", "capacities", "md1_mean_wait_ms", "by_request", "queue_length", "queue_series",
            "drain_time_s", "wait_per_request_ahead", "saturation_table", "whites_example_table", "convoy_onset_ms",
@@ -36,8 +36,6 @@ def run(**params: Any) -> "models.Result":
     The run records every request's acquire (``Result.acquire_log``), which the queue-length and
     onset helpers below read.
     """
-    import models
-
     params.setdefault("hold_ms", HOLD_MS)
     n = params.get("requests", 20_000) + params.get("initial_queue", 0)
     return models.run("convoy", record_acquires=n, **params)
@@ -124,8 +122,6 @@ def saturation_table(results: Mapping[str, Any], handoffs_us: Mapping[str, float
     ``results`` and ``handoffs_us`` share their keys (a label per hand-off).  The wait per request ahead
     is a least-squares slope, rounded with :func:`models.book.stored.fitted` so it is the same on every CPU.
     """
-    from models.book.stored import fitted
-
     rows = []
     for name, res in results.items():
         h = float(handoffs_us[name])
@@ -321,8 +317,6 @@ class collapsed:  # noqa: N801 - used like a function: collapsed(table, "title")
         self.table, self.title, self.note = table, title, note
 
     def _repr_html_(self) -> str:
-        import html
-
         note = f'<p class="sd-card-text">{html.escape(self.note)}</p>' if self.note else ""
         return ('<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3">'
                 f'<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">'

@@ -40,6 +40,7 @@ White's 56 (:func:`earlier_spinner`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable
 
 import numpy as np
@@ -48,8 +49,12 @@ import pandas as pd
 import models
 from models.book.stored import data_dir
 from models.calibration import CONTEXT_SWITCH_US, WAKEUP_US, WHITE_FAIR_LATCH_WAITS, WHITE_FAIR_SIGNAL_WAIT_MS
+from models.engine.program import DISTRIBUTIONS, EX, FIXED
+from models.params import resolve
+from models.result import build
 from models.scenarios.parallel_insert import log_records
 from models.statistics import mean_ci
+from models.workload import simulate
 
 SCALE = 1
 WHITE_ROWS = 64 * 1024 * 1024
@@ -773,13 +778,6 @@ def tail_run(policy: str, *, co_tenants: int = 0, stall_ms: float = 0.0, stall_i
     ``stall_in_hold``: worker 0 holds the latch ``stall_ms`` longer once, halfway through its records (its thread
     descheduled by the operating system while it holds the latch).  Other parameters as :data:`SETUP`.
     """
-    import dataclasses
-
-    from models.engine.program import DISTRIBUTIONS, EX, FIXED
-    from models.params import resolve
-    from models.result import build
-    from models.workload import simulate
-
     spec = models.get_scenario("parallel-insert")
     values = resolve(spec, dict(SETUP, policy=policy, seed=seed, busy_scheduler=0 if co_tenants else -1,
                                 quantum_ms=TAIL_QUANTUM_MS, **overrides))
