@@ -116,7 +116,7 @@ def test_a_grant_queue_on_2019_without_columnstore_work_is_not_the_2017_insert_m
 
 def test_a_grant_queue_with_columnstore_work_on_2019_fits_but_leaves_the_time_out_behaviour_undetermined():
     f = fit.fit(parse(grant_queue(SQL_2019, ["counter,Total Rowgroups Compressed,12,,,,,,",
-                                                 "semaphore,forced_grant_count,3,,,,,,"])))
+                                             "semaphore,forced_grant_count,3,,,,,,"])))
     assert f.scenario == "cci-insert"
     assert f.params["behaviour"].basis == "assumed"
     why = next(u["why"] for u in f.undetermined if u["param"] == "behaviour")
@@ -288,11 +288,11 @@ def test_half_of_the_databases_index_waits_is_not_half_of_the_instances():
     settings = {"interval_s": 60, "schedulers": 8, "database": "shop", "database_id": 5}
     other = "index,dbo.orders.IX_orders_date,100000,20000,,,,,"
     d = fit.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,300000,60000,,,,,",
-                                                                     other])))
+                                                                 other])))
     assert d.scenario is None
     assert any("48% of the instance's page latch waits" in line and "under 50%" in line for line in d.evidence)
     d = fit.diagnose(parse(capture(settings, PAGE_LATCH_WAITS + ["index,dbo.orders.PK_orders,310000,62000,,,,,",
-                                                                     other])))
+                                                                 other])))
     assert d.scenario == "last-page-insert"
     assert any("50% of the instance's page latch waits" in line for line in d.evidence)
 

@@ -230,7 +230,7 @@ def test_a_setting_the_model_cannot_run_is_named_with_its_source():
 
 def test_an_estimate_beyond_the_model_is_reported_clipped_in_text_and_json():
     point = fit.Point(fitted={"hold_ms": (2500.0, "ms", "from the rates"), "think_ms": (1.0, "ms", "rest")},
-                          settings={"workers": (8, "the capture's sessions setting")}, assumed={}, rate_per_s=100.0)
+                      settings={"workers": (8, "the capture's sessions setting")}, assumed={}, rate_per_s=100.0)
     values, clipped = fit._estimates(models.get_scenario("closed-latch"), point)
     limit = models.get_scenario("closed-latch").param("hold_ms").high
     assert values["hold_ms"] == limit and clipped == {"hold_ms": "high"}
@@ -509,7 +509,7 @@ def test_grant_queue_counts_that_bound_nothing_are_refused():
         changed[3] = "0" if waits == 0 else changed[3]
         with pytest.raises(fit.FitError, match=message):
             fit.fit(parse(_with_row(good, "wait,RESOURCE_SEMAPHORE,", ",".join(changed))),
-                        scenario="cci-insert")
+                    scenario="cci-insert")
 
 
 def test_a_change_that_takes_the_model_out_of_range_is_not_modelled_in_the_table():

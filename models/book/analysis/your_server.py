@@ -252,7 +252,7 @@ def round_trips(replicates: int = fit.REPLICATES) -> tuple[pd.DataFrame, pd.Data
     params, changes = [], []
     for scenario, (known, window) in ROUND_TRIPS.items():
         f = fit.fit(from_model(scenario, known, **window), replicates=replicates,
-                        assume=setup_assumed(scenario, known, window))
+                    assume=setup_assumed(scenario, known, window))
         truth = dict(models.get_scenario(scenario).defaults(), **known)
         for name, e in f.params.items():
             if e.basis != "fitted":
