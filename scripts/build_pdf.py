@@ -24,11 +24,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from site_tools import CHROMIUM, CHROMIUM_ARGS, HTML, ROOT, serve, toc_docs  # noqa: E402
+from site_tools import BUILD, CHROMIUM, CHROMIUM_ARGS, HTML, ROOT, serve, toc_docs  # noqa: E402
 
 from models.files import write_bytes_atomic  # noqa: E402
 
-PDF = ROOT / "_build" / "book.pdf"
+PDF = BUILD / "book.pdf"
 # An A4 sheet less 15 mm margins each side is 180 mm, 680 CSS px: the charts are laid out for that width.
 COLUMN_PX = 680
 MARGIN = {"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"}

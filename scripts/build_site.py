@@ -22,9 +22,7 @@ from pathlib import Path
 
 from models.files import write_text_atomic
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "_build"
-HTML = BUILD / "html"
+from site_tools import BUILD, HTML, ROOT  # scripts/ is this file's folder, first on sys.path
 # Attributes through which a page loads something (an <a href> to a source is only a link).
 _LOAD_ATTR = re.compile(r"<(script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(src|href)=\"([^\"]*)\"", re.I)
 _CSS_URL = re.compile(r"url\(\s*['\"]?((?:https?:)?//[^'\")]+)", re.I)
@@ -56,7 +54,8 @@ def build(python: str = sys.executable) -> int:
     subprocess.run([python, str(ROOT / "scripts" / "vendor_assets.py")], cwd=ROOT, check=True)
     shutil.rmtree(BUILD, ignore_errors=True)
     jb = Path(python).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "-W", "-n", "--keep-going", "."]
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "-W", "-n", "--keep-going",
+           "--path-output", str(BUILD.parent), "."]
     print("+", " ".join(cmd), flush=True)
     status = subprocess.run(cmd, cwd=ROOT).returncode
     if status != 0:
@@ -71,7 +70,8 @@ def build(python: str = sys.executable) -> int:
         return 1
     write_text_atomic(BUILD / "html.ok", f"built in {time.monotonic() - start:.1f} s\n")
     print(f"\nSite built in {time.monotonic() - start:.0f} s: {HTML}/index.html")
-    print(f"Serve it with:  python -m http.server -d {HTML.relative_to(ROOT)} 8000   (then open http://127.0.0.1:8000)")
+    shown = HTML.relative_to(ROOT) if HTML.is_relative_to(ROOT) else HTML
+    print(f"Serve it with:  python -m http.server -d {shown} 8000   (then open http://127.0.0.1:8000)")
     print(f"or open file://{HTML}/index.html directly.")
     return 0
 

@@ -14,7 +14,12 @@ from typing import Any, Iterator
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-HTML = ROOT / "_build" / "html"
+# The build folder: _build at the root, or LATCH_BUILD_DIR (an absolute folder named _build) so that two builds
+# of one checkout (a test run and an edit being tried) never write into each other.
+BUILD = Path(os.environ.get("LATCH_BUILD_DIR") or ROOT / "_build")
+if BUILD.name != "_build" or not BUILD.is_absolute():
+    raise SystemExit(f"LATCH_BUILD_DIR={BUILD}: must be an absolute path to a folder named _build")
+HTML = BUILD / "html"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
