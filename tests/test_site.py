@@ -13,8 +13,6 @@ go to _build/screenshots/.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -519,81 +517,7 @@ def test_search_finds_numbers_and_identifiers(browser_context: Any, server: str,
         page.close()
 
 
-_PRINT_REPORT = """() => {
-    // Not shown: no box, or inside a closed <details> (its content is content-visibility: hidden).
-    const shown = (el) => el.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().height > 0;
-    const closed = [...document.querySelectorAll('article details:not([open])')];
-    return {
-        chrome: [...document.querySelectorAll('.bd-header, .bd-header-article, .bd-sidebar-primary, '
-                 + '.bd-sidebar-secondary, .bd-footer, .prev-next-area')].filter(shown).map(el => el.className),
-        controls: [...document.querySelectorAll('.vega-bindings, .vega-bind, .widget-subarea, .live-panel-note')]
-                  .filter(shown).length,
-        details: closed.length + document.querySelectorAll('article details[open]').length,
-        hidden: closed.filter(d => [...d.children].some(c => c.tagName !== 'SUMMARY' && !shown(c))).length,
-        uncut: [...document.querySelectorAll('article pre')].filter(p => shown(p) && p.scrollWidth > p.clientWidth + 1)
-               .map(p => p.textContent.slice(0, 40)),
-    };
-}"""
-
-
-def test_print_stylesheet(browser_context: Any, server: str) -> None:
-    """In print the site's chrome and the explorers' inputs are gone, every collapsed block (solutions, hidden
-    queries, dropdowns) shows its content, and no code line runs past the page; a page read in dark mode prints
-    light (white paper), its charts drawn light again, every text readable."""
-    page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, "dark", width=680)
-    try:
-        check_charts(page)
-        page.emulate_media(media="print")  # the style sheet alone first: closed blocks print open
-        at_rest(page)
-        report = page.evaluate(_PRINT_REPORT)
-        assert report["details"] >= 3, f"the chapter has no collapsed blocks to check: {report}"
-        assert not report["chrome"], f"site chrome printed: {report['chrome']}"
-        assert not report["controls"], f"explorer controls printed: {report}"
-        assert not report["hidden"], f"collapsed blocks that print closed: {report}"
-        assert not report["uncut"], f"code lines cut in print: {report['uncut']}"
-        page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")  # what the print dialog does
-        check_contrast(page, "light")
-        page.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
-        page.emulate_media(media="screen")
-        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'", timeout=PAGE_TIMEOUT_MS)
-        settle(page)
-        assert not log.problems(), "\n".join(log.problems())
-    finally:
-        page.emulate_media(media="screen")
-        page.close()
-
-
-def test_pdf_of_the_book(site: Path, tmp_path: Path) -> None:
-    """`make pdf` prints the book's pages in toc order into one PDF (here two of them): every page's text, the
-    solutions included, one bookmark per page, no link to the print server, written whole."""
-    from pypdf import PdfReader
-
-    docs = ["book/preface", "notebooks/07_cci_memory_grants"]
-    out = tmp_path / "part.pdf"
-    # The script `make pdf` runs, in its own process (it drives its own Chromium); the limit only ends a hung run
-    # (two pages print in seconds).
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_pdf.py"), "--out", str(out), *docs],
-                          cwd=ROOT, capture_output=True, text=True, timeout=PAGE_TIMEOUT_MS / 1000)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    reader = PdfReader(str(out))
-    text = "\n".join(page.extract_text() for page in reader.pages)
-    assert len(reader.pages) >= 10, f"{len(reader.pages)} pages"
-    assert [item.title for item in reader.outline][0] == "Latch contention, modelled"
-    assert len(reader.outline) == len(docs)
-    assert "error 8645" in text and "What each chapter shows" in text
-    # A solution of chapter 7's exercises sits in a closed dropdown on the site; in the PDF it is printed.
-    from bs4 import BeautifulSoup
-    soup = BeautifulSoup((site / f"{docs[1]}.html").read_text(encoding="utf-8"), "html.parser")
-    hidden = [d.select_one(".sd-summary-content, .sd-card-body") for d in soup.select("details.sd-dropdown")]
-    words = [p.get_text(" ", strip=True)[:30] for h in hidden if h for p in h.select("p")[:1]]
-    assert words, "chapter 7 has no solution dropdowns to check"
-    squash = " ".join(text.split())
-    assert any(w and " ".join(w.split()[:4]) in squash for w in words), f"no solution printed: {words[:3]}"
-    assert [p.name for p in tmp_path.iterdir()] == ["part.pdf"], "a temporary file was left behind"
-    # No link points at the print server (gone once the PDF is written).
-    uris = [annot.get_object()["/A"].get("/URI", "") for page in reader.pages for annot in page.get("/Annots") or []
-            if "/A" in annot.get_object()]
-    assert not [u for u in uris if "127.0.0.1" in u], f"links to the print server: {uris[:5]}"
+# The print style sheet and the PDF (test_print_stylesheet, test_pdf_of_the_book): tests/test_site_pdf.py.
 
 
 def test_theme_switch_redraws_charts(browser_context: Any, server: str) -> None:

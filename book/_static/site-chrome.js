@@ -15,7 +15,8 @@
       mark colours lightened until they read on the dark page; a theme switch draws every chart again.  In
       either theme a text mark's colour is darkened or lightened until it reads at 4.5:1.
    5. Print: every collapsed block (solutions, hidden queries, dropdowns) opens before printing, and a dark
-      page prints light (white paper), its charts drawn light again. */
+      page prints light (white paper), its charts drawn light again; a table wider than the printed column is
+      set in a smaller type until it fits. */
 (function () {
   "use strict";
 
@@ -294,9 +295,31 @@
     });
   }
 
+  // Paper does not scroll: a table wider than the printed column is set in a smaller type, a step at a time,
+  // until it fits (print.css reads --latch-print-scale; its cells wrap only between words). Measured in the print
+  // layout: when the print media applies (a print dialog, or `make pdf`, which also calls it). Returns the tables
+  // that do not fit even at the smallest step, as "id: width > column".
+  const PRINT_SCALES = [1, 0.93, 0.86, 0.8, 0.75, 0.7];  // 9 pt down to 6.3 pt
+
+  function fitTablesForPrint() {
+    if (!window.matchMedia("print").matches) return [];
+    const tooWide = [];
+    document.querySelectorAll(".latch-table-scroll > table").forEach((table) => {
+      const room = table.parentElement.clientWidth;
+      const fits = PRINT_SCALES.some((scale) => {
+        table.style.setProperty("--latch-print-scale", String(scale));
+        return table.offsetWidth <= room + 1;
+      });
+      if (!fits) tooWide.push(`${table.id || "a table"}: ${table.offsetWidth} > ${room} px`);
+    });
+    return tooWide;
+  }
+
   window.latchPrepareForPrint = openForPrint;
+  window.latchFitTablesForPrint = fitTablesForPrint;
   window.addEventListener("beforeprint", openForPrint);
   window.addEventListener("afterprint", closeAfterPrint);
+  if (window.matchMedia) window.matchMedia("print").addEventListener("change", fitTablesForPrint);
 
   /* ---------------------------------------------------------------- start */
   themeCharts();
