@@ -35,8 +35,9 @@
   /* ---------------------------------------------------------------- 2. breakable identifiers */
   const IDENTIFIER = /[A-Za-z0-9]+(?:[_.][A-Za-z0-9]+)+/g;
 
-  // After each underscore or dot inside an identifier of 12 characters or more, a <wbr>.
-  function breakIdentifiers(root) {
+  // After each underscore or dot inside an identifier of `shortest` characters or more (12; 8 in a table cell,
+  // where a column's width is its longest word), a <wbr>.
+  function breakIdentifiers(root, shortest = 12) {
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     const nodes = [];
     while (walker.nextNode()) {
@@ -47,7 +48,7 @@
       const parts = [];
       let last = 0;
       text.replace(IDENTIFIER, (word, at) => {
-        if (word.length < 12) return word;
+        if (word.length < shortest) return word;
         parts.push(text.slice(last, at));
         word.split(/(?<=[_.])/).forEach((piece, i) => { if (i) parts.push(null); parts.push(piece); });
         last = at + word.length;
@@ -63,9 +64,36 @@
   }
 
   const TITLES = [".bd-sidebar-primary a", ".bd-sidebar-secondary a", ".prev-next-title",
-    ".bd-article h1", ".bd-article h2", ".bd-article h3", ".bd-article caption", ".bd-article th"].join(", ");
+    ".bd-article h1", ".bd-article h2", ".bd-article h3", ".bd-article caption", ".bd-article th",
+    ".bd-article dt"].join(", ");
 
   /* ---------------------------------------------------------------- 3. table frames */
+  // A cell that holds a number, or a number with a short unit ("271,458", "9.7 µs", "2, 4,194,304"): kept on one line.
+  const NUMERIC_CELL = /^[^A-Za-z]*\d[^A-Za-z]*(?:[A-Za-zµ%/]{1,6}[^A-Za-z]*)?$/;
+  const phone = window.matchMedia ? window.matchMedia("(max-width: 600px)") : { matches: false };
+
+  // Each body cell carries its column's header as data-label (the phone's cards read it); numeric cells are marked.
+  function labelCells(table) {
+    const headRows = table.tHead ? [...table.tHead.rows] : [];
+    const names = [];
+    headRows.forEach((row) => {
+      let column = 0;
+      [...row.cells].forEach((cell) => {
+        const text = cell.textContent.trim().replace(/\s+/g, " ");
+        for (let k = 0; k < (cell.colSpan || 1); k++, column++) if (text) names[column] = text;
+      });
+    });
+    [...table.tBodies].forEach((body) => [...body.rows].forEach((row) => {
+      let column = 0;
+      [...row.cells].forEach((cell) => {
+        if (names[column] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", names[column]);
+        const text = cell.textContent.trim();
+        if (text.length <= 24 && NUMERIC_CELL.test(text)) cell.classList.add("latch-num");
+        column += cell.colSpan || 1;
+      });
+    }));
+  }
+
   function frameTables() {
     document.querySelectorAll(".bd-article table").forEach((table, i) => {
       if (table.closest(".latch-table-frame")) return;
@@ -93,7 +121,19 @@
       const prose = [...table.querySelectorAll("td")].filter((cell) => cell.textContent.trim().length > 40);
       const fitProse = () => {
         prose.forEach((cell) => cell.classList.remove("latch-prose-cell"));
-        if (scroller.scrollWidth - scroller.clientWidth > 1) prose.forEach((cell) => cell.classList.add("latch-prose-cell"));
+        if (!table.classList.contains("latch-cards") && scroller.scrollWidth - scroller.clientWidth > 1)
+          prose.forEach((cell) => cell.classList.add("latch-prose-cell"));
+      };
+      table.querySelectorAll("td, th").forEach((cell) => breakIdentifiers(cell, 8));
+      labelCells(table);
+      // A table wider than the column is laid out as cards on a phone (layout.css), which fit any width, and is set
+      // a size smaller on a wider screen, where most then fit (the rest scroll in the frame).
+      const stack = () => {
+        table.classList.remove("latch-cards", "latch-dense", "latch-denser");
+        prose.forEach((cell) => cell.classList.remove("latch-prose-cell"));
+        const over = () => scroller.scrollWidth - scroller.clientWidth > 1;
+        if (over()) table.classList.add(phone.matches ? "latch-cards" : "latch-dense");
+        if (!phone.matches && over()) table.classList.add("latch-denser");
       };
       scroller.tabIndex = 0;  // scrollable with the keyboard
       const update = () => {
@@ -103,9 +143,14 @@
         frame.classList.toggle("latch-more-right", more - scroller.scrollLeft > 1);
       };
       scroller.addEventListener("scroll", update, { passive: true });
-      if (window.ResizeObserver) new ResizeObserver(() => { fitProse(); update(); }).observe(scroller);
-      fitProse();
-      update();
+      // Laid out again when the column's width changes, in the next frame (not inside the observer's callback, where
+      // a change of the table's size would be a resize loop).
+      let laidOutAt = scroller.clientWidth;
+      const layOut = () => { laidOutAt = scroller.clientWidth; stack(); fitProse(); update(); };
+      if (window.ResizeObserver) new ResizeObserver(() => {
+        if (scroller.clientWidth !== laidOutAt) requestAnimationFrame(layOut);
+      }).observe(scroller);
+      layOut();
     });
   }
 
@@ -325,7 +370,7 @@
   themeCharts();
   const ready = (fn) => (document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", fn) : fn());
   ready(() => {
-    document.querySelectorAll(TITLES).forEach(breakIdentifiers);
+    document.querySelectorAll(TITLES).forEach((el) => breakIdentifiers(el));
     frameTables();
     forwardSidebarToggles();
   });
