@@ -417,7 +417,8 @@ def slowdown_table(slowdowns: Iterable[float] = SLOWDOWN_RANGE, labels: Iterable
 
 
 def slowdown_text(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`slowdown_table` as text at the precision it means."""
+    """:func:`slowdown_table` as text at the precision it means, turned: a row per quantity and a column per setting
+    (a hand-off and a reading of 'almost 30'), since sixteen columns do not fit the text column."""
     out = table.copy()
     for col in out.columns:
         if col in ("hold (µs, fitted)", "alone at 8 (s)", "minimum at 8 needs: alone (s)"):
@@ -426,7 +427,8 @@ def slowdown_text(table: pd.DataFrame) -> pd.DataFrame:
             out[col] = out[col].map(lambda v: f"{v:.0f}")
         elif col != "hand-off":
             out[col] = out[col].map(lambda v: f"{v:,.1f}")
-    return out
+    out.index = [f"{handoff}, slowdown read as {k}" for handoff, k in zip(out["hand-off"], out["slowdown read as"])]
+    return out.drop(columns=["hand-off", "slowdown read as"]).T.rename_axis("quantity").reset_index()
 
 
 # Where the model puts the serial insert beside the co-tenant.  The scenario puts worker k on scheduler k, so a

@@ -541,14 +541,14 @@ def diagnosis_frame(d: fit.Diagnosis) -> pd.DataFrame:
     """A diagnosis as rows: its evidence, what to look at next, and what the capture lacks."""
     rows = [("evidence", line) for line in d.evidence] + [("look at next", line) for line in d.advice]
     rows += [("not in the capture", line) for line in d.missing]
-    return pd.DataFrame(rows, columns=["", "what the tool says"])
+    return pd.DataFrame(rows, columns=["part", "what the tool says"])
 
 
 def attribution_frame(f: fit.Fit) -> pd.DataFrame:
     """What the fit charged to the modelled workload and what it set aside as the instance's other work."""
     rows = [("charged to the workload", line) for line in f.caveats]
     rows += [("background", line) for line in f.background]
-    return pd.DataFrame(rows, columns=["", "what the fit did with the capture's counts"])
+    return pd.DataFrame(rows, columns=["counted as", "what the fit did with the capture's counts"])
 
 
 def bands_table() -> pd.DataFrame:
