@@ -10,6 +10,9 @@ Two things the site used to get from running each notebook again come from the s
 - Charts. A notebook stores a chart in its notebook form (models/book/render.py: Vega 5, a PNG and the
   Vega-Lite spec); the site form (a div and a script calling the page's vega bundle) is made here from the
   stored spec by ``render.site_html``, the function an executed build called.
+- Scripts by page (html-page-context): the vega bundle (0.9 MB) on the pages that draw a chart, and on no other;
+  MathJax (1.1 MB) only on a page with math of its own (Sphinx also loads it on a page whose toctree holds a page
+  with math: the preface, as the book's root).
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from sphinx.errors import ExtensionError
 from models.book import render
 
 METADATA_KEY = "user_expressions"  # jupyterlab-myst's markdown cell metadata key
+# The vega/vega-lite/vega-embed bundle (scripts/vendor_assets.py writes it into _static/), and how a page loads it.
+VEGA_BUNDLE = "vega/vega-embed-bundle.js"
+VEGA_LOADING: str | None = None
+# The mark of a chart drawn on the page (render.site_html's div).
+CHART_MARK = 'class="latch-chart"'
 # Each notebook's stored inline values still to be shown, in reading order: {notebook path: [(expression, data)]}.
 _PENDING: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
@@ -89,6 +97,23 @@ def _all_shown(app: Sphinx, doctree: Any) -> None:
                              f"{[expression for expression, _ in left[:5]]}: run `make execute`")
 
 
+def _page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """html-page-context: the vega bundle on a page that draws a chart, on no other; MathJax only where the page
+    itself holds math (run after sphinx.ext.mathjax's listener, which adds it)."""
+    if CHART_MARK in context.get("body", ""):
+        app.add_js_file(VEGA_BUNDLE, loading_method=VEGA_LOADING)
+    if not app.env.get_domain("math").data["has_equations"].get(pagename, False):
+        scripts = context.get("script_files", [])
+        scripts[:] = [js for js in scripts if not _mathjax(app, js)]
+
+
+def _mathjax(app: Sphinx, js: Any) -> bool:
+    """True for the MathJax script sphinx.ext.mathjax adds to a page (at _static/<mathjax_path>) or its config."""
+    filename = str(getattr(js, "filename", js) or "")
+    body = getattr(js, "attributes", {}).get("body", "")
+    return filename.endswith("/" + app.config.mathjax_path) or body.startswith("window.MathJax =")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Read charts and inline values from the stored notebooks when myst-nb does not execute them."""
     def install(app: Sphinx, config: Any) -> None:
@@ -99,4 +124,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
         app.connect("doctree-read", _all_shown)
 
     app.connect("config-inited", install)
+    app.connect("html-page-context", _page_scripts, priority=600)
     return {"parallel_read_safe": False, "parallel_write_safe": True}
