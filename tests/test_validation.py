@@ -229,7 +229,7 @@ def test_scorecard_keeps_only_predicted_rows_whatever_the_table_calls_its_column
     ch4 = pd.DataFrame({"quantity": ["x", "y"], "Obbish measured": ["1 s", "2 s"], "model (hand-off 1.5 µs)": ["a", "b"],
                         "model (hand-off 9.7 µs)": ["c", "d"], "fitted or predicted": ["Predicted (band)", "consistent"],
                         "note": ["n1", "n2"]})
-    rows = v.predicted_rows(4, "Obbish, 2019d", ch4)
+    rows = v.predicted_rows(4, "Obbish, 2018b", ch4)
     assert list(rows["figure"]) == ["x"] and rows["model"].iloc[0] == "a (hand-off 1.5 µs); c (hand-off 9.7 µs)"
     assert rows["measured"].iloc[0] == "1 s" and rows["depends_on"].iloc[0] == "n1" and np.isnan(rows["ratio"].iloc[0])
     with pytest.raises(ValueError, match="chapter 9"):
@@ -238,7 +238,7 @@ def test_scorecard_keeps_only_predicted_rows_whatever_the_table_calls_its_column
     shares = pd.DataFrame({"quantity": ["share", "run", "turn"], "Obbish measured": ["33/36 = 91.7%", "141,162 ms", "8"],
                            "model (hand-off 9.7 µs)": ["91.9 ± 0.5% (+0.2 points)", "161,120 ± 911 ms (+14%)", "6"],
                            "basis": ["predicted", "consistent", "predicted"], "note": ["", "", ""]})
-    rows = v.predicted_rows(4, "Obbish, 2019d", shares, words=("predicted", "consistent"))
+    rows = v.predicted_rows(4, "Obbish, 2018b", shares, words=("predicted", "consistent"))
     assert rows["ratio"].iloc[0] == pytest.approx(91.9 / 91.7) and rows["ratio"].iloc[1] == pytest.approx(161_120 / 141_162)
     assert np.isnan(rows["ratio"].iloc[2])
 
@@ -339,15 +339,15 @@ def test_recount_traces_numbers_in_words_and_keeps_assumptions_made_knowing_a_nu
     import pandas as pd
 
     card = pd.DataFrame([
-        {"chapter": 4, "notebook": "04", "figure": "co-tenant: the estimate against the run", "source": "Obbish, 2019d",
+        {"chapter": 4, "notebook": "04", "figure": "co-tenant: the estimate against the run", "source": "Obbish, 2018b",
          "measured": "146,523 vs 141,162 ms (8)", "model": "", "ratio": np.nan, "basis": "predicted",
          "depends_on": "agrees", "numbers": "146523;141162;8"},
         {"chapter": 4, "notebook": "04", "figure": "co-tenant, MAXDOP 8: share of those acquires that waited",
-         "source": "Obbish, 2019d", "measured": "33/36 = 91.7%", "model": "", "ratio": 1.002, "basis": "predicted",
+         "source": "Obbish, 2018b", "measured": "33/36 = 91.7%", "model": "", "ratio": 1.002, "basis": "predicted",
          "depends_on": "", "numbers": "33;36;91.7"},
         {"chapter": 3, "notebook": "03", "figure": "LATCH_EX waits, unfair", "source": "White, 2022",
          "measured": "56", "model": "0", "ratio": 0.0, "basis": "predicted", "depends_on": "", "numbers": "56"},
-        {"chapter": 4, "notebook": "04", "figure": "slow query: where the curve turns", "source": "Obbish, 2019d",
+        {"chapter": 4, "notebook": "04", "figure": "slow query: where the curve turns", "source": "Obbish, 2018b",
          "measured": "8, then rising", "model": "6", "ratio": np.nan, "basis": "predicted",
          "depends_on": "miss: it flattens", "numbers": "8"},
     ])

@@ -57,13 +57,13 @@ _OBBISH_2017 = "measured, version not named; his advice from it is for 2017 (Obb
 _NO_834 = "not with columnstore indexes (Microsoft)"
 VERSIONS = (
     ("columnstore compression gives memory back to the OS, through one path that slows many sessions",
-     NOT_KNOWN, _OBBISH_2017, _OBBISH_2017, NOT_KNOWN, NOT_KNOWN, "Obbish, 2019e"),
+     NOT_KNOWN, _OBBISH_2017, _OBBISH_2017, NOT_KNOWN, NOT_KNOWN, "Obbish, 2018d"),
     ("lock pages in memory advised for columnstore loads",
      "Obbish saw LPIM cause problems he did not trace; still a starting point", "advised (Obbish)",
-     "advised (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019e"),
+     "advised (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2018d"),
     ("trace flag 834 (large pages)", _NO_834, _NO_834 + "; did not help this load (Obbish)",
      _NO_834 + "; did not help this load (Obbish)", _NO_834 + "; trace flag 876 instead",
-     _NO_834 + "; trace flag 876 instead", "Microsoft, Trace flags; Obbish, 2019e"),
+     _NO_834 + "; trace flag 876 instead", "Microsoft, Trace flags; Obbish, 2018d"),
 )
 MAX_CALLS = 5_000_000  # OS calls a run may make in all (bounds its events)
 

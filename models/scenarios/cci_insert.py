@@ -93,14 +93,14 @@ VERSIONS = (
     ("a columnstore insert's grant time-out is 25 s, whatever query wait and Resource Governor say",
      "named by KB 4480641 for index builds; inserts not measured",
      "measured for inserts (Obbish); named by KB 4480641 for index builds", "measured: still 25 s (Obbish)",
-     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g (inserts, 2017), quoting KB 4480641 (creating a columnstore index)"),
+     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b (inserts, 2017), quoting KB 4480641 (creating a columnstore index)"),
     ("a sixth insert at Obbish's setup fails with 8645", NOT_KNOWN, "measured (Obbish)", "measured (Obbish)",
-     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
+     NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b"),
     ("what a timed-out (forced) insert writes", NOT_KNOWN,
      "compressed rowgroups: inferred (Obbish shows its grant, not its rowgroups)",
-     "delta stores only: measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019g"),
+     "delta stores only: measured (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b"),
     ("a timed-out parallel insert with a batch-mode hash join freezes (KB 4462481)", NOT_KNOWN,
-     "measured (Obbish)", "fixed since CU11 (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019b, quoting KB 4462481"),
+     "measured (Obbish)", "fixed since CU11 (Obbish)", NOT_KNOWN, NOT_KNOWN, "Obbish, 2019a, quoting KB 4462481"),
     ("memory grant feedback: a repeated query's grant resized from what earlier runs used",
      "not in this version", "documented: batch mode (compatibility 140)",
      "documented: batch mode (compatibility 140)", "documented: row mode too (compatibility 150)",
@@ -362,7 +362,7 @@ def estimate(snap: Snapshot, setup: dict[str, Any]) -> evidence.Point:
                 "maxdop": (maxdop, maxdop_how), "schedulers": (schedulers, sched_how)}
     behaviour, how = version_behaviour(snap.setting("version"))
     if behaviour is None:
-        assumed["behaviour"] = (how, "a test of a timed-out columnstore insert on this version, as Obbish ran on 2017 (Obbish, 2019)")
+        assumed["behaviour"] = (how, "a test of a timed-out columnstore insert on this version, as Obbish ran on 2017 (Obbish, 2019b)")
     else:
         settings["behaviour"] = (behaviour, how)
     return evidence.Point(fitted, settings, assumed, ran / snap.interval_s, bounds,
@@ -389,7 +389,7 @@ def version_behaviour(version: str | None) -> tuple[str | None, str]:
     if parsed.year == CU14[0]:
         after = parsed.cu is not None and parsed.cu >= CU14[1]
         return ("cu14" if after else "rtm"), (f"{parsed}: {'at or after' if after else 'before'} 2017 CU14, which "
-                                               "Obbish tested (Obbish, 2019)")
+                                               "Obbish tested (Obbish, 2019b)")
     return None, (f"{parsed}: the sources describe the forced insert's behaviour only on SQL Server 2017 (before "
                   "and after CU14), so it is not known on this version")
 

@@ -804,7 +804,7 @@ def _ch3_tables() -> list[tuple[str, pd.DataFrame]]:
 
 
 def _ch4_tables() -> list[tuple[str, pd.DataFrame]]:
-    return [("Obbish, 2019d", nested.model_against_measurement())]
+    return [("Obbish, 2018b", nested.model_against_measurement())]
 
 
 def _ch5_tables() -> list[tuple[str, pd.DataFrame]]:
@@ -821,9 +821,9 @@ def _ch6_tables() -> list[tuple[str, pd.DataFrame]]:
 
 
 def _ch7_tables() -> list[tuple[str, pd.DataFrame]]:
-    # The comparison table holds both of Obbish's tests (the grants of 2019g, the decommit of 2019e); the scaling
-    # table is 2019e's alone.
-    return [("Obbish, 2019g and 2019e", cci.comparison_table()), ("Obbish, 2019e, scaling", cci.scaling_table())]
+    # The comparison table holds both of Obbish's tests (the grants of 2019b, the decommit of 2018d); the scaling
+    # table is 2018d's alone.
+    return [("Obbish, 2019b and 2018d", cci.comparison_table()), ("Obbish, 2018d, scaling", cci.scaling_table())]
 
 
 def _ch5b_tables() -> list[tuple[str, pd.DataFrame]]:
@@ -1247,7 +1247,7 @@ def setters() -> tuple[Setter, ...]:
         Setter("hold per append", (6,), (version_store.RANDAL["on_per_s"],), "fitted to it",
                figure="READ_COMMITTED|on$"),
         Setter("compress_us_per_row", (7,), (cci.OBBISH["alone_s"],), "fitted to it", figure="alone",
-               tables="2019g"),
+               tables="2019b"),
         Setter("grant size and semaphore target", (7,), (cci.OBBISH["granted_at_once"],),
                "assumed knowing it", kind="consistent", figure="granted at once"),
         Setter("forced-grant limit", (7,), (cci.OBBISH["after_timeout"], 8645),
@@ -1256,7 +1256,7 @@ def setters() -> tuple[Setter, ...]:
                figure="alone|1 session"),
         Setter("page_us_lpim", (7,), (cci.WAITSTATS["lpim_96_s"], *cci.LPIM_96_RANGE_S),
                "fitted to it (refitted at both ends of 'almost 4X')", figure="with LPIM, mean run time",
-               tables="2019g"),
+               tables="2019b"),
         Setter("page_us_no_lpim (the scaling band's high edge)", (7,), (cci.WAITSTATS["no_lpim_96_s"],),
                "fitted to it", figure="without LPIM, mean run time"),
         Setter("the scaling band's low edge", (7,), (), "half the CPU in the kernel, from 'most of it'",
