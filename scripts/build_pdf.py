@@ -9,7 +9,7 @@ prints it with the site's print style sheet (book/_static/print.css: no site chr
 explorer inputs, wrapped code, tables that fit the column with no word or number broken and their captions
 kept with them). The pages are merged with pypdf, one bookmark per page, and numbered 1..N through the whole
 book: Chromium numbers each print from 1, so the pages are printed without a footer and the footers (the
-page's title and its number in the book) are printed afterwards by Chromium as one overlay PDF, laid over the
+page's heading and its number in the book) are printed afterwards by Chromium as one overlay PDF, laid over the
 pages one by one. The book is written whole to _build/book.pdf. `make pdf` builds the site from clean first,
 so the PDF never prints a stale build.
 """
@@ -37,7 +37,7 @@ PDF = BUILD / "book.pdf"
 # An A4 sheet less 15 mm margins each side is 180 mm, 680 CSS px: the charts are laid out for that width.
 COLUMN_PX = 680
 MARGIN = {"top": "15mm", "bottom": "15mm", "left": "15mm", "right": "15mm"}
-# Each sheet's footer (title and page number, in the bottom margin), as Chromium's own footer used to set it.
+# Each sheet's footer (heading and page number, in the bottom margin), as Chromium's own footer used to set it.
 _FOOTERS_CSS = """@page { size: A4; margin: 0; }
 html, body { margin: 0; padding: 0; }
 .sheet { position: relative; height: 296mm; overflow: hidden; break-after: page; }
@@ -59,9 +59,9 @@ _UNLINK_OTHER_PAGES = """() => document.querySelectorAll('a[href]').forEach(a =>
 })"""
 
 
-def print_pages(site: Path, docs: list[str]) -> tuple[list[tuple[str, str, str, int, bytes]], bytes]:
-    """Each doc printed to PDF by Chromium, without footers, as (doc, its heading, its page title, its number of
-    pages, the PDF's bytes); and the footers of the whole book, one A4 sheet per printed page (footers_html)."""
+def print_pages(site: Path, docs: list[str]) -> tuple[list[tuple[str, str, int, bytes]], bytes]:
+    """Each doc printed to PDF by Chromium, without footers, as (doc, its heading, its number of pages, the PDF's
+    bytes); and the footers of the whole book, one A4 sheet per printed page (footers_html)."""
     from playwright.sync_api import sync_playwright
 
     out = []
@@ -99,11 +99,11 @@ def print_pages(site: Path, docs: list[str]) -> tuple[list[tuple[str, str, str, 
                                         ".textContent.replace(/[#¶]\\s*$/, '').trim()")
                 pdf = page.pdf(format="A4", margin=MARGIN, print_background=True)
                 pages = len(PdfReader(io.BytesIO(pdf)).pages)
-                out.append((doc, heading, page.title(), pages, pdf))
+                out.append((doc, heading, pages, pdf))
                 print(f"  {doc}: {heading[:60]} ({pages} pages)", flush=True)
                 page.close()
             # The footers: one more print, of a page made here (nothing is fetched).
-            sheets = [title for _doc, _heading, title, pages, _pdf in out for _ in range(pages)]
+            sheets = [heading for _doc, heading, pages, _pdf in out for _ in range(pages)]
             page = context.new_page()
             page.set_content(footers_html(sheets), wait_until="load")
             footers = page.pdf(format="A4", margin={"top": "0", "bottom": "0", "left": "0", "right": "0"},
@@ -116,18 +116,19 @@ def print_pages(site: Path, docs: list[str]) -> tuple[list[tuple[str, str, str, 
 
 
 def footers_html(titles: list[str]) -> str:
-    """An HTML page of one A4 sheet per page of the book, blank but for the footer "title · n", n running 1..N
-    through the whole book (Chromium's own footer numbers each print from 1)."""
+    """An HTML page of one A4 sheet per page of the book, blank but for the footer "heading · n" (the heading of
+    the page of the site it prints), n running 1..N through the whole book (Chromium's own footer numbers each
+    print from 1)."""
     sheets = "\n".join(f'<div class="sheet"><div class="footer">{html.escape(title)} &middot; {number}</div></div>'
                        for number, title in enumerate(titles, start=1))
     return f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{_FOOTERS_CSS}</style></head><body>{sheets}</body></html>"
 
 
-def merge(parts: list[tuple[str, str, str, int, bytes]], footers: bytes) -> bytes:
+def merge(parts: list[tuple[str, str, int, bytes]], footers: bytes) -> bytes:
     """The printed pages as one PDF, in order, with a bookmark at the start of each doc and the footers laid
     over the pages one by one."""
     writer = PdfWriter()
-    for _doc, heading, _title, _pages, data in parts:
+    for _doc, heading, _pages, data in parts:
         start = len(writer.pages)
         writer.append(PdfReader(io.BytesIO(data)))
         writer.add_outline_item(title=heading, page_number=start)

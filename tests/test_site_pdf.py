@@ -26,7 +26,8 @@ from site_support import (  # tests/ is on sys.path (pytest puts a test file's f
 
 pytestmark = pytest.mark.site
 
-# The printed page's footer: "<page title> · <number in the book>", the last line of each page's text.
+# The printed page's footer: "<heading of the page of the site> · <number in the book>", the last line of each
+# page's text.
 FOOTER = re.compile(r"·\s*(\d+)\s*$")
 # A number as written in the book: 271,458 · 4480641 · 0.25 · 9.7 (a leading sign or a unit is another token).
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*")
