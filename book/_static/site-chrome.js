@@ -375,3 +375,7 @@
     forwardSidebarToggles();
   });
 })();
+  // With the vega bundle deferred, vegaEmbed exists only once the page is parsed: this listener, added in <head>,
+  // runs before those of the charts' scripts (models/book/render.py), which wait for it.
+  ready(themeCharts);
+  window.latchThemeCharts = themeCharts;  // a chart's script calls it too, whatever order the scripts ran in

@@ -117,7 +117,7 @@ _METRIC_LABELS = {
 MAX_RADIO = 4  # a slider column with at most this many values becomes radio buttons
 LEGEND_ROW_CHARS = 48  # a legend under a chart: at most this many characters of labels per row (a phone's column)
 RULE_LABEL_PLACES = ("left", "right", "left-below", "right-below")  # where a reference rule's label goes
-READOUT_LINE_PX = 15  # an explorer's 'Showing:' readout: one line of this height per input
+READOUT_LINE_PX = 17  # an explorer's 'Showing:' readout: one line of this height per input (13 px text)
 READOUT_LINE_CHARS = 22  # the longest line of an explorer's readout (characters): it fits a phone's panel
 # Abbreviated words in column names, spelled out for labels ('hold_dist' -> 'hold distribution').
 _SPELLED = {"dist": "distribution", "cpu": "CPU", "os": "OS", "lpim": "LPIM", "adr": "ADR", "mb": "MB", "dop": "DOP"}
@@ -714,6 +714,7 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
         longest = max(len(_fmt(v)) for v in values) + (len(unit) + 1 if unit else 0)
         readouts.append((label(col, labels).split(' (')[0], readout, longest))
     keep = " && ".join(f"({f})" for f in filters) or "true"
+    data = _with_bands(data, metrics, log_y)  # one frame for every panel: the site sends it once (render.compact)
     panels = [_explorer_panel(data, x, m, color, keep, labels, log_x, log_y, fixed_y, width, height, colors,
                               legend_below) for m in metrics]
     if x_rules:
@@ -721,7 +722,7 @@ def explorer(df: pd.DataFrame, x: str, y: str, sliders: Iterable[str] = (), drop
     panels[0] = panels[0].add_params(*params)
     lines = _readout_lines(readouts)
     readout = (alt.Chart(alt.Data(values=[{}])).transform_calculate(showing=f"[{', '.join(lines)}]")
-               .mark_text(align="left", baseline="top", fontSize=12, lineHeight=READOUT_LINE_PX, color="#333")
+               .mark_text(align="left", baseline="top", fontSize=render.TEXT_PX, lineHeight=READOUT_LINE_PX, color="#333")
                .encode(text=alt.Text("showing:N"), x=alt.value(0), y=alt.value(0))
                .properties(width=width, height=READOUT_LINE_PX * len(lines), view=alt.ViewBackground(strokeWidth=0)))
     body = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
@@ -735,7 +736,7 @@ def _x_rule_layers(rules: Mapping[str, float], x: str, log_x: bool) -> list[alt.
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     base = alt.Chart(_records(marks)).encode(x=alt.X(f"{x}:Q", scale=scale))
     rule = base.mark_rule(strokeDash=[4, 3], color="#555").encode(tooltip=[alt.Tooltip("label:N")])
-    where = {"align": "center", "baseline": "top", "dy": 2, "fontSize": 10}
+    where = {"align": "center", "baseline": "top", "dy": 2, "fontSize": render.TEXT_PX}
     text = base.encode(y=alt.value(0), text=alt.Text("label:N"))
     halo = text.mark_text(**where, stroke="white", strokeWidth=3, strokeJoin="round", color="white")
     return [rule, halo, text.mark_text(**where, color="#333")]
@@ -766,17 +767,26 @@ def _readout_lines(readouts: list[tuple[str, str, int]]) -> list[str]:
     return lines
 
 
-def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
-                    labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
-                    width: int, height: int, colors: Mapping[str, str] | None = None,
-                    legend_below: bool = False) -> alt.Chart | alt.LayerChart:
-    """One explorer panel: y against x over the rows the inputs select, over its CI band if it has one."""
-    band = y + CI_SUFFIX in data.columns
-    if band:
+def _with_bands(data: pd.DataFrame, metrics: list[str], log_y: bool) -> pd.DataFrame:
+    """The explorer's rows with each metric's 95% band as ``<metric>_low`` and ``<metric>_high`` columns, where
+    the frame has its ``<metric>_ci95``."""
+    for y in metrics:
+        if y + CI_SUFFIX not in data.columns:
+            continue
         data = data.assign(**{f"{y}_low": data[y] - data[y + CI_SUFFIX], f"{y}_high": data[y] + data[y + CI_SUFFIX]})
         if log_y:  # a log axis cannot draw zero: the band stops at the smallest positive value
             floor = data[y][data[y] > 0].min()
             data[f"{y}_low"] = data[f"{y}_low"].where(data[f"{y}_low"] > 0, floor)
+    return data
+
+
+def _explorer_panel(data: pd.DataFrame, x: str, y: str, color: str | None, keep: str,
+                    labels: Mapping[str, str] | None, log_x: bool, log_y: bool, fixed_y: bool,
+                    width: int, height: int, colors: Mapping[str, str] | None = None,
+                    legend_below: bool = False) -> alt.Chart | alt.LayerChart:
+    """One explorer panel: y against x over the rows the inputs select, over its CI band if it has one
+    (``data`` from :func:`_with_bands`)."""
+    band = y + CI_SUFFIX in data.columns
     y_domain = alt.Undefined
     if fixed_y:
         ys = pd.concat([data[y], data[f"{y}_high"]] if band else [data[y]]).dropna()
@@ -972,7 +982,7 @@ def insert_heatmap(frames: Mapping[str, pd.DataFrame], *, title: str, caption: s
         y=alt.Y("pos_lo:Q", title="leaf page in key order (%)" if k == 0 else None, scale=alt.Scale(domain=[0, 100])),
         y2=alt.Y2("pos_hi"), color=color,
         tooltip=[alt.Tooltip("run:N", title="key"), alt.Tooltip("inserts:Q")],
-    ).properties(width=width, height=height, title=alt.TitleParams(str(name), fontSize=12))
+    ).properties(width=width, height=height, title=alt.TitleParams(str(name), fontSize=render.TEXT_PX))
         for k, name in enumerate(frames)]
     return alt.hconcat(*panels).properties(title=_title(title, caption))
 

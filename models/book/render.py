@@ -29,10 +29,13 @@ differ between BLAS kernels; a chart cannot show them anyway). Importing
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import html
+import io
 import json
 import math
+import textwrap
 from typing import Any, ContextManager, Iterator
 
 import altair as alt
@@ -66,6 +69,157 @@ def _portable(obj: Any) -> Any:
     return obj
 
 
+# Text sizes every chart is drawn with (px at the chart's own size): beside 16 px prose, Vega's 10 and 11 px
+# defaults read as footnotes; 13 px stays at least 12 px on a phone, where a chart is drawn at 92% or more.
+TEXT_PX = 13
+TITLE_PX = 16
+SUBTITLE_PX = 14
+# Average advance of a title's and a subtitle's characters (px), to wrap them to the chart's width.
+TITLE_CHAR_PX = 9.0
+SUBTITLE_CHAR_PX = 7.0
+LEGEND_CHAR_PX = 7.5  # a legend label's characters (px), to fit a legend's rows to a phone
+_TEXT_CONFIG = {
+    "axis": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX},
+    # A legend's swatch is drawn whole even where its mark is translucent (a confidence band at 20%).
+    "legend": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX, "symbolOpacity": 1},
+    "header": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX},
+    "title": {"fontSize": TITLE_PX, "subtitleFontSize": SUBTITLE_PX},
+    "text": {"fontSize": TEXT_PX},
+}
+_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "subtitleFontSize")
+_NOT_SPEC = ("data", "datasets", "usermeta")  # where a key is a data field, not a spec property
+
+
+def _title_parts(spec: dict[str, Any]) -> tuple[str, str]:
+    """The chart's title and subtitle as plain one-line text ('' where it has none)."""
+    title = spec.get("title")
+    if not isinstance(title, dict):
+        title = {"text": title} if title else {}
+    def flat(text: Any) -> str:
+        return " ".join(str(t) for t in ([] if text is None else [text] if isinstance(text, str) else text))
+    return flat(title.get("text")), flat(title.get("subtitle"))
+
+
+def _width(spec: dict[str, Any]) -> float:
+    """The chart's width in px as Vega-Lite lays it out, roughly (plots only: axes and legends not counted)."""
+    if "hconcat" in spec:
+        return sum(_width(v) for v in spec["hconcat"]) + 20 * (len(spec["hconcat"]) - 1)
+    inner = [_width(v) for k in ("vconcat", "concat", "layer") for v in spec.get(k, [])]
+    if isinstance(spec.get("spec"), dict):
+        inner.append(_width(spec["spec"]))
+    own = spec.get("width")
+    return max([own if isinstance(own, (int, float)) else 0.0, *inner] or [300.0]) or 300.0
+
+
+def _wrapped(text: Any, chars: int) -> Any:
+    """A title's text as lines of at most ``chars`` characters (a list draws one line each); the author's own
+    lines are kept and only broken further."""
+    lines = [text] if isinstance(text, str) else list(text)
+    out = [piece for line in lines for piece in (textwrap.wrap(str(line), max(chars, 20)) or [""])]
+    return out[0] if len(out) == 1 else out
+
+
+def _described(title: str, subtitle: str) -> str:
+    """What a screen reader says a chart is: its title, then its caption."""
+    return f"{title.rstrip('.')}. {subtitle}".strip() if subtitle else title
+
+
+def dressed(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec as every chart of the book is drawn, in JupyterLab and on the site (a pure, idempotent function):
+    text of at least TEXT_PX, legend swatches whole, a title and subtitle wrapped to the chart's width (JupyterLab
+    cuts a line past it), and a ``description`` (Vega's ARIA label: the chart's title and caption)."""
+    def lifted(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lifted(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        return {k: (v if k in _NOT_SPEC else max(v, TEXT_PX) if k in _FONT_KEYS and isinstance(v, (int, float))
+                    else lifted(v)) for k, v in node.items()}
+
+    out = lifted(spec)
+    config = dict(out.get("config", {}))
+    for part, values in _TEXT_CONFIG.items():
+        config[part] = {**values, **config.get(part, {})}
+    out["config"] = config
+    title = out.get("title")
+    if isinstance(title, (str, list)):
+        title = out["title"] = {"text": title}
+    if isinstance(title, dict) and title.get("text"):
+        width = _width(out)
+        title = out["title"] = dict(title, text=_wrapped(title["text"], int(width // TITLE_CHAR_PX)))
+        if title.get("subtitle"):
+            title["subtitle"] = _wrapped(title["subtitle"], int(width // SUBTITLE_CHAR_PX))
+    if "description" not in out and _title_parts(out)[0]:
+        out["description"] = _described(*_title_parts(out))
+    return out
+
+
+def _csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: null as empty, a whole float without its '.0'."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)[:-2] if repr(value).endswith(".0") else repr(value)
+    return value
+
+
+def _parse_as(values: list[Any]) -> str | None:
+    """The Vega-Lite parse type of a column ('number', 'boolean'), or None to keep its text."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "boolean"
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "number"
+    return None
+
+
+def _as_csv(rows: list[Any]) -> tuple[str, dict[str, str]] | None:
+    """Rows of a chart's data as CSV text and their parse types, or None for data that is not flat rows."""
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    if not keys or any(isinstance(v, (dict, list)) for r in rows for v in r.values()):
+        return None
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(keys)
+    writer.writerows([_csv_cell(r.get(k)) for k in keys] for r in rows)
+    parse = {k: kind for k in keys if (kind := _parse_as([r.get(k) for r in rows])) is not None}
+    return buffer.getvalue(), parse
+
+
+def compact(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec as the site sends it: each inline dataset once, as CSV (its field names once, not once a row),
+    in the spec's top-level ``datasets``, and every use of it naming it with its parse types.
+
+    A chart's data is most of a page's weight (an explorer's sweep, a timeline's bars); as JSON rows every row
+    repeats every field name, and a dataset two panels draw was written twice.
+    """
+    datasets: dict[str, Any] = dict(spec.get("datasets", {}))
+
+    def walk(node: Any, key: str = "") -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict) or key in ("datasets", "usermeta", "values"):
+            return node
+        out = {k: walk(v, k) for k, v in node.items()}
+        data = out.get("data")
+        if key != "data" and isinstance(data, dict) and isinstance(data.get("values"), list) and "format" not in data:
+            flat = _as_csv(data["values"])
+            if flat is not None:
+                text, parse = flat
+                name = "data-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+                datasets[name] = text
+                fmt: dict[str, Any] = {"type": "csv", "parse": parse}
+                out["data"] = {"name": name, "format": fmt, **{k: v for k, v in data.items() if k != "values"}}
+        return out
+
+    out = walk(spec)
+    if datasets:
+        out["datasets"] = datasets
+    return out
+
+
 def _spec_json(spec: dict[str, Any]) -> str:
     """The spec as canonical JSON (sorted keys), the input of the deterministic div id."""
     return json.dumps(_portable(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -81,14 +235,37 @@ def _script_safe(text: str) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _controls(spec: dict[str, Any]) -> list[str]:
+    """The names of a chart's bound inputs (an explorer's sliders and lists), as the page shows them."""
+    return [str(p["bind"].get("name") or p["name"]).strip() for p in spec.get("params", [])
+            if isinstance(p, dict) and isinstance(p.get("bind"), dict) and "input" in p["bind"]]
+
+
+def description(spec: dict[str, Any]) -> str:
+    """What a chart shows, for a screen reader: its caption, and for an explorer the inputs that redraw it."""
+    text = _title_parts(spec)[1]
+    controls = _controls(spec)
+    if controls:
+        text += (" " if text else "") + f"Below the chart, {', '.join(controls)} choose what it draws."
+    return text
+
+
 def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None) -> str:
-    """The static-site HTML for one chart: a div with a hash id and a script calling the page's vegaEmbed."""
+    """The static-site HTML for one chart: a div with a hash id, a script calling the page's vegaEmbed (now, or
+    once the page is parsed if the bundle is deferred), and the chart's description for screen readers."""
     div_id = chart_id(spec)
+    shown = dressed(_portable(spec))
+    title = _title_parts(shown)[0]
     options = dict(EMBED_OPTIONS, **(embed_options or {}))
-    spec_text = _script_safe(_spec_json(spec))
+    spec_text = _script_safe(_spec_json(compact(shown)))
     opts_text = _script_safe(json.dumps(options, sort_keys=True, separators=(",", ":")))
+    label_text = _script_safe(json.dumps(title, ensure_ascii=False))
+    about = description(shown)
     return (
-        f'<div id="{html.escape(div_id)}" class="latch-chart"></div>\n'
+        # Before the chart, so it is in the page when the chart's first draw names it.
+        (f'<p hidden id="{div_id}-description" class="latch-chart-description">{html.escape(about)}</p>\n'
+         if about else "")
+        + f'<div id="{html.escape(div_id)}" class="latch-chart"></div>\n'
         "<script>\n"
         "(function () {\n"
         "  var me = document.currentScript;\n"
@@ -96,8 +273,10 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         f'"{div_id}") ? me.previousElementSibling : document.getElementById("{div_id}");\n'
         f"  var spec = {spec_text};\n"
         f"  var opts = {opts_text};\n"
+        f"  var title = {label_text}, described = {json.dumps(div_id + '-description')};\n"
         "  var view = null, laidOutAt = 0, resizing = null;\n"
         "  function draw(room) {\n"
+        "    if (window.latchThemeCharts) { window.latchThemeCharts(); }  // site-chrome.js: in the page's theme\n"
         "    if (typeof window.vegaEmbed !== 'function') {\n"
         "      el.textContent = 'This chart needs the book\\'s vega bundle: open it from the built site "
         "or run the notebook in JupyterLab.';\n"
@@ -107,6 +286,9 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "    if (!room) { el.dataset.narrowed = ''; el.dataset.laidOut = ''; laidOutAt = el.clientWidth; }\n"
         "    window.vegaEmbed(el, room ? narrow(spec, room) : spec, opts).then(function (result) {\n"
         "      view = result.view;\n"
+        "      // Named by its title and described by its caption (Vega labels it with the whole description).\n"
+        "      if (title) { el.setAttribute('aria-label', title); }\n"
+        "      if (document.getElementById(described)) { el.setAttribute('aria-describedby', described); }\n"
         "      showValues(el, spec);\n"
         "      var svg = el.querySelector('svg');\n"
         "      var over = svg ? Number(svg.getAttribute('width')) - el.clientWidth : 0;\n"
@@ -134,11 +316,24 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "      });\n"
         "      return line ? out.concat([line]) : out;\n"
         "    }\n"
+        "    function fitLegend(channel) {  // a legend above or below the plot wraps to the room, its title above\n"
+        "      var legend = channel && channel.legend, names = channel && channel.scale && channel.scale.domain;\n"
+        "      if (!legend || typeof legend !== 'object' || ['top', 'bottom'].indexOf(legend.orient) < 0\n"
+        "          || !Array.isArray(names) || !names.length) { return; }\n"
+        "      var longest = Math.max.apply(null, names.map(function (n) { return String(n).length; }));\n"
+        f"      var entry = 28 + {LEGEND_CHAR_PX} * longest;  // a swatch, its gap and a label (px)\n"
+        "      var fit = Math.max(1, Math.floor(room / entry));\n"
+        "      if (names.length * entry > room && (!legend.columns || legend.columns > fit)) {\n"
+        "        legend.columns = fit;\n"
+        "        legend.titleOrient = 'top';\n"
+        "      }\n"
+        "    }\n"
         "    (function fit(v) {\n"
         "      if (v.hconcat) { v.vconcat = v.hconcat; delete v.hconcat; }\n"
+        "      Object.keys(v.encoding || {}).forEach(function (k) { fitLegend(v.encoding[k]); });\n"
         "      if (v.title && v.title.text) {  // titles and captions wrap to the room (px per character)\n"
-        "        v.title.text = lines(v.title.text, 7.5);\n"
-        "        if (v.title.subtitle) { v.title.subtitle = lines(v.title.subtitle, 6); }\n"
+        f"        v.title.text = lines(v.title.text, {TITLE_CHAR_PX});\n"
+        f"        if (v.title.subtitle) {{ v.title.subtitle = lines(v.title.subtitle, {SUBTITLE_CHAR_PX}); }}\n"
         "      }\n"
         "      if (v.mark === 'text' || (v.mark && v.mark.type === 'text')) {  // a text line is cut to the room\n"
         "        v.mark = Object.assign(typeof v.mark === 'string' ? {type: 'text'} : v.mark, {limit: room});\n"
@@ -167,7 +362,14 @@ def site_html(spec: dict[str, Any], embed_options: dict[str, Any] | None = None)
         "  });\n"
         "  // The page turned light or dark (book/_static/site-chrome.js themes each draw): draw again.\n"
         "  window.addEventListener('latch:theme', function () { draw(0); });\n"
+        "  // The vega bundle may load with defer (after this script, before the page's DOMContentLoaded) or late.\n"
         "  if (typeof window.vegaEmbed === 'function' || document.readyState === 'complete') { draw(0); }\n"
+        "  else if (document.readyState === 'loading') {\n"
+        "    document.addEventListener('DOMContentLoaded', function () {\n"
+        "      if (typeof window.vegaEmbed === 'function') { draw(0); }\n"
+        "      else { window.addEventListener('load', function () { draw(0); }); }\n"
+        "    });\n"
+        "  }\n"
         "  else { window.addEventListener('load', function () { draw(0); }); }\n"
         "})();\n"
         "</script>"
@@ -245,8 +447,9 @@ def notebook_bundle(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def offline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
-    """The 'offline' Altair renderer: the notebook bundle (the site's form is made from its stored spec)."""
-    return notebook_bundle(spec)
+    """The 'offline' Altair renderer: the notebook bundle of the dressed spec (the site's form is made from the
+    stored spec, dressed again: the same)."""
+    return notebook_bundle(dressed(spec))
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
