@@ -27,6 +27,7 @@ MIN_TEXT_PX = {1280: 13, 390: 12}
 # A panel counts as on screen with the controls when at least this share of its height is in view, uncovered.
 MIN_PANEL_SHOWN = 0.5
 VEGA_DEFAULT_NAME = "Vega visualization"
+PHONE_WINDOW_PX = 740  # the height of a phone's window the page gets (844 px screen less the browser's bars)
 
 
 def _explorer_chapters() -> list[str]:
@@ -60,19 +61,21 @@ def _open(context: Any, server: str, doc: str, width: int, scheme: str) -> tuple
 # ---------------------------------------------------------------- controls beside their chart
 
 # A chart's own title (its lines joined), not its panels' titles or a facet's headers (inside a scope).
-_TITLE_OF = ("[...el.querySelectorAll('svg g.role-title-text text')].filter(t => !t.closest('g.role-scope'))"
-             ".map(t => t.textContent).join(' ')")
+_TITLE_OF = ("(groups => groups.filter(g => g.depth === Math.min(...groups.map(h => h.depth))))("
+             "[...el.querySelectorAll('svg g.role-title')].map(g => ({g, depth: (n => { let d = 0; "
+             "while (n) { n = n.parentElement; d++; } return d; })(g)}))).map(({g}) => "
+             "[...g.querySelectorAll('g.role-title-text text')].map(t => t.textContent).join(' ')).join(' ')")
 
 # Each explorer (a chart with bound inputs) and its panels (the plots: a concatenation's cells with axes).
 _EXPLORERS = """() => [...document.querySelectorAll('.latch-chart')].map((chart, c) => ({
-    c, panels: [...chart.querySelectorAll('svg g.role-scope > g')].filter(g => g.querySelector(':scope > g > g.role-axis'))
+    c, panels: [...chart.querySelectorAll('svg g.role-scope > g, svg g.root > g')].filter(g => g.querySelector(':scope > g > g.role-axis'))
         .length, controls: chart.querySelectorAll('.vega-bind').length})).filter(e => e.controls > 0)"""
 
 # Panel p of chart c scrolled to a quarter of the way down the window (where a reader who scrolled to it reads
 # it); then how much of the panel is in view above the controls, and which controls are out of view or covered.
 _PANEL_WITH_CONTROLS = """([c, p]) => {
     const chart = document.querySelectorAll('.latch-chart')[c];
-    const panel = [...chart.querySelectorAll('svg g.role-scope > g')]
+    const panel = [...chart.querySelectorAll('svg g.role-scope > g, svg g.root > g')]
         .filter(g => g.querySelector(':scope > g > g.role-axis'))[p].querySelector(':scope > path.background');
     let box = panel.getBoundingClientRect();
     window.scrollBy(0, box.top - window.innerHeight / 4);
@@ -100,6 +103,10 @@ def test_explorer_controls_and_each_panel_share_the_screen(browser_context: Any,
     least half the panel is in view above them: moving a slider shows the chart it redraws."""
     page, log = _open(browser_context, server, doc, width, scheme)
     try:
+        if width < 600:  # a phone's window under its browser's bars (390 x 844 screen)
+            page.set_viewport_size({"width": width, "height": PHONE_WINDOW_PX})
+            page.wait_for_function(LAID_OUT, timeout=PAGE_TIMEOUT_MS)
+            at_rest(page)
         explorers = page.evaluate(_EXPLORERS)
         assert explorers, f"{doc}: no explorer on the page"
         apart = []
@@ -209,11 +216,11 @@ _CHROME_TAG = re.compile(r'<script(?=[^>]*site-chrome\.js)([^>]*)>')
 
 
 def _deferred(html: str, which: str) -> str:
-    """The page's HTML with the vega bundle's script tag (and with "both", site-chrome.js's too) deferred."""
-    tags = [_BUNDLE_TAG] + ([_CHROME_TAG] if which == "both" else [])
-    for tag in tags:
-        html, count = tag.subn(lambda m: "<script" + re.sub(r"\s+defer(=\"[^\"]*\")?", "", m.group(1)) + " defer>",
-                               html)
+    """The page's HTML with the vega bundle's script tag deferred ("bundle"), site-chrome.js's too ("both"), or
+    neither ("none": both in <head>, run as parsed)."""
+    for tag, defer in ((_BUNDLE_TAG, which != "none"), (_CHROME_TAG, which == "both")):
+        html, count = tag.subn(lambda m: "<script" + re.sub(r"\s+defer(=\"[^\"]*\")?", "", m.group(1))
+                               + (" defer>" if defer else ">"), html)
         assert count == 1, f"{tag.pattern} found {count} times"
     return html
 
@@ -227,11 +234,10 @@ def test_charts_draw_with_the_bundle_deferred(browser_context: Any, server: str,
     page = browser_context.new_page()
     try:
         page.emulate_media(color_scheme=scheme)
-        if deferred != "none":
-            def serve_deferred(route: Any) -> None:
-                response = route.fetch()
-                route.fulfill(response=response, body=_deferred(response.text(), deferred))
-            page.route(f"{server}{doc}.html", serve_deferred)
+        def serve_deferred(route: Any) -> None:
+            response = route.fetch()
+            route.fulfill(response=response, body=_deferred(response.text(), deferred))
+        page.route(f"{server}{doc}.html", serve_deferred)
         errors: list[str] = []
         page.on("pageerror", lambda err: errors.append(str(err)))
         page.goto(f"{server}{doc}.html", wait_until="load")
@@ -253,3 +259,4 @@ def test_deferring_rewrites_only_the_script_tags() -> None:
             '<script defer="defer" src="../_static/site-chrome.js?v=2"></script>')
     assert _deferred(html, "bundle").count(" defer>") == 1
     assert json.dumps(_deferred(html, "both")).count("defer") == 2
+    assert "defer" not in _deferred(html, "none")
