@@ -99,7 +99,7 @@ def test_notebook_has_stored_outputs(doc: str) -> None:
 
 
 def test_every_page_has_the_books_icon(site: Path) -> None:
-    """Each page links the project's favicon, and the file is in the build (no page asks for /favicon.ico)."""
+    """Each page links the project's favicon, and the file is in the build; /favicon.ico is there too."""
     from bs4 import BeautifulSoup
 
     for doc in DOCS:
@@ -109,6 +109,8 @@ def test_every_page_has_the_books_icon(site: Path) -> None:
         assert icon is not None, f"{doc}: no <link rel=icon>"
         target = (page.parent / icon["href"]).resolve()
         assert target.is_file() and target.suffix == ".svg", f"{doc}: icon {icon['href']} is not in the build"
+    # And at the root, for whatever asks the site for /favicon.ico (the root's redirect page names no icon).
+    assert (site / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00", "no /favicon.ico in the build"
 
 
 def test_notebooks_downloadable(site: Path) -> None:
@@ -420,7 +422,7 @@ def test_chapter_fits_the_column(browser_context: Any, server: str, doc: str, wi
 def test_phone_navigation_toggles(browser_context: Any, server: str, width: int) -> None:
     """On a phone (and a small tablet) the article header's chapter-list button opens the chapter list, whose
     links navigate, and its contents button opens the page's contents (pydata-sphinx-theme issue 2451 left
-    both doing nothing)."""
+    both doing nothing), which a choice closes, the page scrolled to the chosen section."""
     page, log = open_page(browser_context, f"{server}notebooks/03_fairness.html", server, width=width)
     try:
         primary = page.locator(".bd-header-article button.primary-toggle")
@@ -440,6 +442,18 @@ def test_phone_navigation_toggles(browser_context: Any, server: str, width: int)
         page.wait_for_function("() => document.getElementById('pst-secondary-sidebar-modal').open", timeout=PAGE_TIMEOUT_MS)
         contents = page.locator("dialog#pst-secondary-sidebar-modal nav a")
         assert contents.count() >= 3 and contents.first.is_visible(), "the contents opened empty"
+        # A choice closes the drawer and the page scrolls to the chosen section, in view below the header.
+        check_charts(page)  # drawn and laid out first: a chart drawn later would move the section
+        page.wait_for_function(LAID_OUT, timeout=PAGE_TIMEOUT_MS)
+        entry = contents.nth(2)
+        target = entry.get_attribute("href").split("#")[-1]
+        entry.click()
+        page.wait_for_function("() => !document.getElementById('pst-secondary-sidebar-modal').open", timeout=PAGE_TIMEOUT_MS)
+        at_rest(page)
+        top = page.evaluate("(id) => document.getElementById(id).getBoundingClientRect().top", target)
+        assert 0 <= top < 300, f"after choosing #{target} its section is at {top:.0f} px (not scrolled to it)"
+        secondary.click()
+        page.wait_for_function("() => document.getElementById('pst-secondary-sidebar-modal').open", timeout=PAGE_TIMEOUT_MS)
         page.keyboard.press("Escape")
         page.wait_for_function("() => !document.getElementById('pst-secondary-sidebar-modal').open", timeout=PAGE_TIMEOUT_MS)
         settle(page)

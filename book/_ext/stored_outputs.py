@@ -31,7 +31,7 @@ from models.book import render
 METADATA_KEY = "user_expressions"  # jupyterlab-myst's markdown cell metadata key
 # The vega/vega-lite/vega-embed bundle (scripts/vendor_assets.py writes it into _static/), and how a page loads it.
 VEGA_BUNDLE = "vega/vega-embed-bundle.js"
-VEGA_LOADING: str | None = None
+VEGA_LOADING: str | None = "defer"  # each chart's script waits for it (models/book/render.py)
 # The mark of a chart drawn on the page (render.site_html's div).
 CHART_MARK = 'class="latch-chart"'
 # Each notebook's stored inline values still to be shown, in reading order: {notebook path: [(expression, data)]}.

@@ -1,12 +1,13 @@
 /* The site's chrome, fixed where the themes fall short.  Loaded in <head> on every page, after the vega bundle
-   and before the charts' own scripts (models/book/render.py).
+   (on a page with charts) and before the charts' own scripts (models/book/render.py).
 
    1. Phone sidebars.  pydata-sphinx-theme 0.17 binds its sidebar dialogs to the FIRST .primary-toggle and
       .secondary-toggle on the page (document.querySelector), which with sphinx-book-theme 1.3 are its own
       navbar buttons, hidden at every width; the book theme's visible buttons in the article header get no
       handler, so on a phone the chapter list and the contents never open (pydata-sphinx-theme issue 2451).
       A click on any other toggle is passed to the bound one, so both themes' handlers run as designed (the
-      dialog on a phone, the collapsing sidebar on a desktop).
+      dialog on a phone, the collapsing sidebar on a desktop).  A choice in a drawer closes it; the primary
+      sidebar is a navigation landmark and a search field is named by the text it shows (axe-core).
    2. Identifiers (NESTING_TRANSACTION_FULL) in navigation and headings may break after an underscore, never
       inside a word.
    3. Tables sit in a frame that scrolls sideways when they are wider than the column, with a shadow on the
@@ -29,6 +30,48 @@
         event.stopPropagation();
         bound.click();
       }));
+    });
+  }
+
+  // On a phone the chapter list and the page's contents are modal drawers: a choice in one closes it, and a
+  // section of this page is scrolled to once the drawer has closed (the contents drawer stayed open over it;
+  // scrolled before, the theme's closing handler, which gives the toggle its focus back, moved the page again).
+  function closeDrawersOnChoice() {
+    ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach((id) => {
+      const drawer = document.getElementById(id);
+      if (drawer) drawer.addEventListener("click", (event) => {
+        const link = event.target.closest("a[href]");
+        if (!drawer.open || !link) return;
+        const target = link.pathname === location.pathname && link.hash
+          ? document.getElementById(decodeURIComponent(link.hash.slice(1))) : null;
+        if (target) {
+          event.preventDefault();
+          drawer.addEventListener("close", () => {
+            if (location.hash !== link.hash) location.hash = link.hash;  // scrolls there, as on a desktop
+            else target.scrollIntoView();
+          }, { once: true });
+        }
+        drawer.close();
+      });
+    });
+  }
+
+  // For assistive technology (axe-core's findings): every part of the page in a landmark (the primary sidebar,
+  // with the book's title link, search and chapter list, is the book's navigation), and a control named by the
+  // text it shows: a search field ("Search Ctrl + K", not "Search"), a hidden cell's switch ("Show code cell
+  // content", not myst-nb's "Toggle hidden content").
+  function labelChrome() {
+    const sidebar = document.getElementById("pst-primary-sidebar");
+    if (sidebar && !sidebar.hasAttribute("role")) {
+      sidebar.setAttribute("role", "navigation");
+      sidebar.setAttribute("aria-label", "Book");
+    }
+    document.querySelectorAll(".search-button__button:has(.search-button__kbd-shortcut)").forEach((button) => {
+      button.removeAttribute("aria-label");
+      button.setAttribute("aria-keyshortcuts", "Control+K");
+    });
+    document.querySelectorAll("summary[aria-label]").forEach((summary) => {
+      if (summary.textContent.trim()) summary.removeAttribute("aria-label");
     });
   }
 
@@ -369,13 +412,15 @@
   /* ---------------------------------------------------------------- start */
   themeCharts();
   const ready = (fn) => (document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", fn) : fn());
-  ready(() => {
-    document.querySelectorAll(TITLES).forEach((el) => breakIdentifiers(el));
-    frameTables();
-    forwardSidebarToggles();
-  });
-})();
   // With the vega bundle deferred, vegaEmbed exists only once the page is parsed: this listener, added in <head>,
   // runs before those of the charts' scripts (models/book/render.py), which wait for it.
   ready(themeCharts);
   window.latchThemeCharts = themeCharts;  // a chart's script calls it too, whatever order the scripts ran in
+  ready(() => {
+    document.querySelectorAll(TITLES).forEach((el) => breakIdentifiers(el));
+    frameTables();
+    forwardSidebarToggles();
+    closeDrawersOnChoice();
+    labelChrome();
+  });
+})();
