@@ -79,10 +79,13 @@ TITLE_CHAR_PX = 9.0
 SUBTITLE_CHAR_PX = 7.0
 AXIS_TITLE_CHAR_PX = 7.5  # an axis title's characters (px, bold)
 LEGEND_CHAR_PX = 7.5  # a legend label's characters (px), to fit a legend's rows to a phone
+LABEL_LIMIT_PX = 260  # the longest label drawn whole (a legend's, or an axis's that sets a limit) at TEXT_PX
 _TEXT_CONFIG = {
     "axis": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX},
     # A legend's swatch is drawn whole even where its mark is translucent (a confidence band at 20%).
-    "legend": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX, "symbolOpacity": 1},
+    "legend": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX, "symbolOpacity": 1, "labelLimit": LABEL_LIMIT_PX},
+    # Category labels (arrival rates) too many for the band at 13 px: some are left out, none run together.
+    "axisBand": {"labelOverlap": "greedy"},
     "header": {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX},
     "title": {"fontSize": TITLE_PX, "subtitleFontSize": SUBTITLE_PX},
     "text": {"fontSize": TEXT_PX},
@@ -134,8 +137,14 @@ def dressed(spec: dict[str, Any]) -> dict[str, Any]:
             return [lifted(v) for v in node]
         if not isinstance(node, dict):
             return node
-        return {k: (v if k in _NOT_SPEC else max(v, TEXT_PX) if k in _FONT_KEYS and isinstance(v, (int, float))
-                    else lifted(v)) for k, v in node.items()}
+        out = {k: (v if k in _NOT_SPEC else max(v, TEXT_PX) if k in _FONT_KEYS and isinstance(v, (int, float))
+                   else lifted(v)) for k, v in node.items()}
+        if isinstance(out.get("labelLimit"), (int, float)):  # a limit set for 10 px labels, and the room kept for them
+            out["labelLimit"] = max(out["labelLimit"], LABEL_LIMIT_PX)
+            for key in ("minExtent", "maxExtent"):
+                if isinstance(out.get(key), (int, float)):
+                    out[key] = max(out[key], LABEL_LIMIT_PX + 5)
+        return out
 
     out = lifted(spec)
     config = dict(out.get("config", {}))
