@@ -70,7 +70,7 @@ def layout_report(context: Any, server: str, doc: str, width: int, scheme: str) 
     """The page at ``width`` px in ``scheme``, math typeset and tables laid out for the width: its layout report."""
     page, _ = open_page(context, f"{server}{doc}.html", server, color_scheme=scheme, width=width)
     try:
-        page.wait_for_load_state("networkidle", timeout=PAGE_TIMEOUT_MS)
+        page.evaluate("() => document.fonts.ready.then(() => true)")  # widths are measured in the page's own fonts
         check_math(page)
         page.evaluate(_OPEN_ALL)
         at_rest(page)  # a table frame lays its table out again in the frame after its width changed (opened)
