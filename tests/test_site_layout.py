@@ -134,3 +134,56 @@ def test_a_wide_table_is_cards_on_a_phone(browser_context: Any, server: str, sch
         assert not desktop["cards"] and desktop["thead"] > 1, desktop
     finally:
         page.close()
+
+
+# Display math and the text outputs' lines, measured against their boxes (collapsed blocks opened). A display
+# formula's box is the column (layout.css lets it scroll in its own box, which a formula should never need); a text
+# output wraps at the column's edge (layout.css), so a line longer than its box is measured in the block's own font.
+# A table row is a line with two or more gaps of 2+ spaces between its fields: wrapped, its columns no longer align.
+_MATH_AND_ROWS = r"""() => {
+    const article = document.querySelector('article.bd-article');
+    const right = article.getBoundingClientRect().right;
+    const label = el => el.textContent.trim().replace(/\s+/g, ' ').slice(0, 60);
+    const wideMath = [...article.querySelectorAll('mjx-container[display="true"]')]
+        .filter(m => m.getClientRects().length > 0)
+        .filter(m => m.scrollWidth > m.clientWidth + 1 || m.getBoundingClientRect().right > right + 1)
+        .map(m => ({width: m.scrollWidth, box: m.clientWidth,
+                    tex: (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 60)}));
+    const ruler = document.createElement('canvas').getContext('2d');
+    const wrappedRows = [];
+    for (const pre of article.querySelectorAll('.cell_output pre')) {
+        if (!pre.getClientRects().length) continue;
+        const style = getComputedStyle(pre);
+        ruler.font = style.font;
+        const box = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        for (const line of pre.textContent.split('\n'))
+            if ((line.match(/\S {2,}(?=\S)/g) || []).length >= 2 && ruler.measureText(line).width > box + 1)
+                wrappedRows.push({width: Math.round(ruler.measureText(line).width), box: Math.round(box),
+                                  row: line.trim().slice(0, 60)});
+    }
+    return {wideMath, wrappedRows};
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+@pytest.mark.parametrize("doc", PAGES)
+def test_math_and_table_rows_fit_the_column(browser_context: Any, server: str, doc: str, width: int,
+                                            scheme: str) -> None:
+    """No display formula is wider than the column at 1,280 or 390 px (a long one is set over aligned lines), and at
+    1,280 px no text output's table row is longer than its block (it would wrap and misalign its columns).  On a
+    phone a printed table of more than about 37 characters cannot fit, so there its rows may wrap."""
+    page, _ = open_page(browser_context, f"{server}{doc}.html", server, color_scheme=scheme, width=width)
+    try:
+        page.evaluate("() => document.fonts.ready.then(() => true)")
+        check_math(page)
+        page.evaluate("() => document.fonts.ready.then(() => true)")  # MathJax's own fonts, loaded as it typesets
+        page.evaluate(_OPEN_ALL)
+        at_rest(page)
+        report = page.evaluate(_MATH_AND_ROWS)
+    finally:
+        page.close()
+    where = f"{doc} at {width} px ({scheme})"
+    assert not report["wideMath"], f"{where}: formulas wider than the column: {report['wideMath']}"
+    if width > PHONE_MAX:
+        assert not report["wrappedRows"], f"{where}: table rows wider than their block: {report['wrappedRows']}"
