@@ -28,6 +28,10 @@ SHOTS = BUILD / "screenshots"
 PAGE_TIMEOUT_MS = 600_000
 
 DOCS = toc_docs()
+# The two views a page's layout and structure are checked in: each width once and each colour scheme once, so a
+# suite of page loads fits the time `make test` has. Layout, structure and ARIA do not change with the scheme; the
+# checks where colour matters (contrast, highlights, charts' themes) run in both schemes at their widths.
+VIEWS = ((1280, "light"), (390, "dark"))
 CHAPTERS = [d for d in DOCS if d.startswith("notebooks/")]
 
 

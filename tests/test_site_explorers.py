@@ -16,7 +16,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from site_support import CHAPTERS, LAID_OUT, PAGE_TIMEOUT_MS, ROOT, at_rest, check_charts, open_page, settle
+from site_support import VIEWS, CHAPTERS, LAID_OUT, PAGE_TIMEOUT_MS, ROOT, at_rest, check_charts, open_page, settle
 
 pytestmark = pytest.mark.site
 
@@ -94,8 +94,7 @@ _PANEL_WITH_CONTROLS = """([c, p]) => {
 }""" % _TITLE_OF
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width,scheme", VIEWS)
 @pytest.mark.parametrize("doc", EXPLORER_CHAPTERS)
 def test_explorer_controls_and_each_panel_share_the_screen(browser_context: Any, server: str, doc: str, width: int,
                                                            scheme: str) -> None:
@@ -145,8 +144,7 @@ _CHART_READING = """() => [...document.querySelectorAll('.latch-chart')].map(cha
 })""" % _TITLE_OF
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width,scheme", VIEWS)
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_chart_text_is_large_and_legends_are_whole(browser_context: Any, server: str, doc: str, width: int,
                                                    scheme: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from site_support import CHAPTERS, PAGE_TIMEOUT_MS, at_rest, check_math, open_page
+from site_support import VIEWS, CHAPTERS, PAGE_TIMEOUT_MS, at_rest, check_math, open_page
 
 pytestmark = pytest.mark.site
 
@@ -66,41 +66,76 @@ _LAYOUT_REPORT = r"""() => {
 }"""
 
 
+# Display math and the text outputs' lines, measured against their boxes (collapsed blocks opened). A display
+# formula's box is the column (layout.css lets it scroll in its own box, which a formula should never need); a text
+# output wraps at the column's edge (layout.css), so a line longer than its box is measured in the block's own font.
+# A table row is a line with two or more gaps of 2+ spaces between its fields: wrapped, its columns no longer align.
+_MATH_AND_ROWS = r"""() => {
+    const article = document.querySelector('article.bd-article');
+    const right = article.getBoundingClientRect().right;
+    const label = el => el.textContent.trim().replace(/\s+/g, ' ').slice(0, 60);
+    const wideMath = [...article.querySelectorAll('mjx-container[display="true"]')]
+        .filter(m => m.getClientRects().length > 0)
+        .filter(m => m.scrollWidth > m.clientWidth + 1 || m.getBoundingClientRect().right > right + 1)
+        .map(m => ({width: m.scrollWidth, box: m.clientWidth,
+                    tex: (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 60)}));
+    const ruler = document.createElement('canvas').getContext('2d');
+    const wrappedRows = [];
+    for (const pre of article.querySelectorAll('.cell_output pre')) {
+        if (!pre.getClientRects().length) continue;
+        const style = getComputedStyle(pre);
+        ruler.font = style.font;
+        const box = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        for (const line of pre.textContent.split('\n'))
+            if ((line.match(/\S {2,}(?=\S)/g) || []).length >= 2 && ruler.measureText(line).width > box + 1)
+                wrappedRows.push({width: Math.round(ruler.measureText(line).width), box: Math.round(box),
+                                  row: line.trim().slice(0, 60)});
+    }
+    return {wideMath, wrappedRows};
+}"""
+
+
 def layout_report(context: Any, server: str, doc: str, width: int, scheme: str) -> dict[str, Any]:
-    """The page at ``width`` px in ``scheme``, math typeset and tables laid out for the width: its layout report."""
+    """The page at ``width`` px in ``scheme``, math typeset and tables laid out for the width: its layout report,
+    with its display math and text outputs' rows (_MATH_AND_ROWS) measured in the same visit."""
     page, _ = open_page(context, f"{server}{doc}.html", server, color_scheme=scheme, width=width)
     try:
         page.evaluate("() => document.fonts.ready.then(() => true)")  # widths are measured in the page's own fonts
         check_math(page)
+        page.evaluate("() => document.fonts.ready.then(() => true)")  # MathJax's own fonts, loaded as it typesets
         page.evaluate(_OPEN_ALL)
         at_rest(page)  # a table frame lays its table out again in the frame after its width changed (opened)
-        return page.evaluate(_LAYOUT_REPORT)
+        return {**page.evaluate(_LAYOUT_REPORT), **page.evaluate(_MATH_AND_ROWS)}
     finally:
         page.close()
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+@pytest.mark.parametrize("width,scheme", VIEWS)
 @pytest.mark.parametrize("doc", PAGES)
 def test_blocks_and_tables_fit_the_column(browser_context: Any, server: str, doc: str, width: int, scheme: str) -> None:
-    """No code input, output or code block of the prose scrolls sideways (a code input's lines are kept short enough
-    for the desktop column and wrap on a phone; the others wrap), no table is wider than its box (on a desktop a
-    wide table is set smaller, on a phone it is cards), and on a phone the page does not scroll sideways."""
+    """In one visit of the page:
+
+    - no code input, output or code block of the prose scrolls sideways (a code input's lines are kept short enough
+      for the desktop column and wrap on a phone; the others wrap);
+    - no table is wider than its box (on a desktop a wide table is set smaller, on a phone it is cards), and on a
+      phone the page does not scroll sideways;
+    - every table header cell names its column (a screen reader reads it with each cell; a phone's card shows it
+      beside each value), and every number in a table cell sits on one line (no "271,4 / 58");
+    - no display formula is wider than the column (a long one is set over aligned lines), and at 1,280 px no text
+      output's table row is longer than its block (it would wrap and misalign its columns; on a phone a printed
+      table of more than about 37 characters cannot fit, so there its rows may wrap).
+    """
     report = layout_report(browser_context, server, doc, width, scheme)
-    assert not report["blocks"], f"{doc} at {width} px ({scheme}): blocks that scroll sideways: {report['blocks']}"
-    assert not report["tables"], f"{doc} at {width} px ({scheme}): tables wider than the column: {report['tables']}"
+    where = f"{doc} at {width} px ({scheme})"
+    assert not report["blocks"], f"{where}: blocks that scroll sideways: {report['blocks']}"
+    assert not report["tables"], f"{where}: tables wider than the column: {report['tables']}"
     if width <= PHONE_MAX:
-        assert report["page"] <= report["view"], f"{doc} at {width} px ({scheme}) scrolls sideways: {report['page']} px"
-
-
-@pytest.mark.parametrize("width", [DESKTOP, PHONE])
-@pytest.mark.parametrize("doc", PAGES)
-def test_table_headers_are_named_and_numbers_whole(browser_context: Any, server: str, doc: str, width: int) -> None:
-    """Every table header cell names its column (a screen reader reads it with each cell; a phone's card shows it
-    beside each value), and every number in a table cell sits on one line (no "271,4 / 58")."""
-    report = layout_report(browser_context, server, doc, width, "light")
-    assert not report["emptyHeaders"], f"{doc}: tables with an empty header cell: {report['emptyHeaders']}"
-    assert not report["brokenNumbers"], f"{doc} at {width} px: numbers broken across lines: {report['brokenNumbers']}"
+        assert report["page"] <= report["view"], f"{where} scrolls sideways: {report['page']} px"
+    assert not report["emptyHeaders"], f"{where}: tables with an empty header cell: {report['emptyHeaders']}"
+    assert not report["brokenNumbers"], f"{where}: numbers broken across lines: {report['brokenNumbers']}"
+    assert not report["wideMath"], f"{where}: formulas wider than the column: {report['wideMath']}"
+    if width > PHONE_MAX:
+        assert not report["wrappedRows"], f"{where}: table rows wider than their block: {report['wrappedRows']}"
 
 
 _CARDS = """(caption) => {
@@ -134,56 +169,3 @@ def test_a_wide_table_is_cards_on_a_phone(browser_context: Any, server: str, sch
         assert not desktop["cards"] and desktop["thead"] > 1, desktop
     finally:
         page.close()
-
-
-# Display math and the text outputs' lines, measured against their boxes (collapsed blocks opened). A display
-# formula's box is the column (layout.css lets it scroll in its own box, which a formula should never need); a text
-# output wraps at the column's edge (layout.css), so a line longer than its box is measured in the block's own font.
-# A table row is a line with two or more gaps of 2+ spaces between its fields: wrapped, its columns no longer align.
-_MATH_AND_ROWS = r"""() => {
-    const article = document.querySelector('article.bd-article');
-    const right = article.getBoundingClientRect().right;
-    const label = el => el.textContent.trim().replace(/\s+/g, ' ').slice(0, 60);
-    const wideMath = [...article.querySelectorAll('mjx-container[display="true"]')]
-        .filter(m => m.getClientRects().length > 0)
-        .filter(m => m.scrollWidth > m.clientWidth + 1 || m.getBoundingClientRect().right > right + 1)
-        .map(m => ({width: m.scrollWidth, box: m.clientWidth,
-                    tex: (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 60)}));
-    const ruler = document.createElement('canvas').getContext('2d');
-    const wrappedRows = [];
-    for (const pre of article.querySelectorAll('.cell_output pre')) {
-        if (!pre.getClientRects().length) continue;
-        const style = getComputedStyle(pre);
-        ruler.font = style.font;
-        const box = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-        for (const line of pre.textContent.split('\n'))
-            if ((line.match(/\S {2,}(?=\S)/g) || []).length >= 2 && ruler.measureText(line).width > box + 1)
-                wrappedRows.push({width: Math.round(ruler.measureText(line).width), box: Math.round(box),
-                                  row: line.trim().slice(0, 60)});
-    }
-    return {wideMath, wrappedRows};
-}"""
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("width", [DESKTOP, PHONE])
-@pytest.mark.parametrize("doc", PAGES)
-def test_math_and_table_rows_fit_the_column(browser_context: Any, server: str, doc: str, width: int,
-                                            scheme: str) -> None:
-    """No display formula is wider than the column at 1,280 or 390 px (a long one is set over aligned lines), and at
-    1,280 px no text output's table row is longer than its block (it would wrap and misalign its columns).  On a
-    phone a printed table of more than about 37 characters cannot fit, so there its rows may wrap."""
-    page, _ = open_page(browser_context, f"{server}{doc}.html", server, color_scheme=scheme, width=width)
-    try:
-        page.evaluate("() => document.fonts.ready.then(() => true)")
-        check_math(page)
-        page.evaluate("() => document.fonts.ready.then(() => true)")  # MathJax's own fonts, loaded as it typesets
-        page.evaluate(_OPEN_ALL)
-        at_rest(page)
-        report = page.evaluate(_MATH_AND_ROWS)
-    finally:
-        page.close()
-    where = f"{doc} at {width} px ({scheme})"
-    assert not report["wideMath"], f"{where}: formulas wider than the column: {report['wideMath']}"
-    if width > PHONE_MAX:
-        assert not report["wrappedRows"], f"{where}: table rows wider than their block: {report['wrappedRows']}"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup
 
-from site_support import LAID_OUT, PAGE_TIMEOUT_MS, at_rest, open_page, settle  # tests/ is on sys.path (pytest puts it there)
+from site_support import LAID_OUT, PAGE_TIMEOUT_MS, VIEWS, at_rest, open_page, settle  # tests/ is on sys.path (pytest puts it there)
 
 pytestmark = pytest.mark.site
 
@@ -221,8 +221,7 @@ _LANDING = """() => {
 _LANDED = f"() => ({_LANDING})().shown > 0"
 
 
-@pytest.mark.parametrize("color_scheme", SCHEMES)
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width,color_scheme", VIEWS)
 @pytest.mark.parametrize("query,where", [("8645", "server"), ("8645", "disk"), ("PAGELATCH_UP", "server"),
                                          ("PAGELATCH_UP", "disk")])
 def test_search_result_lands_on_its_first_match(browser_context: Any, server: str, site: Path, query: str,
