@@ -248,8 +248,10 @@ def save_screenshots(page: Any, name: str) -> None:
 
 # Every visible text (an element's own text, or an SVG <text> of a chart) against the colour behind it (the
 # first opaque background up the tree, with translucent ones composited over it): WCAG contrast ratios.
-_CONTRAST_REPORT = """(minRatio) => {
-    const parse = (c) => {
+# WCAG colour arithmetic for the checks run in a page (this file's contrast report, the search highlight's):
+# parse a CSS colour, its relative luminance, one colour composited over another, the ratio of two, and the colour
+# behind an element (the first opaque background up the tree, translucent ones composited over it).
+COLOUR_JS = """    const parse = (c) => {
         const m = (c || '').match(/rgba?\\(([^)]+)\\)/);
         if (!m) return null;
         const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
@@ -271,7 +273,10 @@ _CONTRAST_REPORT = """(minRatio) => {
         for (let i = layers.length - 1; i >= 0; i--) colour = over(layers[i], colour);
         return colour;
     };
-    const visible = (el) => {
+    const ratio = (a, b) => { const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x); return (hi + 0.05) / (lo + 0.05); };
+"""
+_CONTRAST_REPORT = """(minRatio) => {
+""" + COLOUR_JS + """    const visible = (el) => {
         const r = el.getBoundingClientRect();
         if (r.width < 1 || r.height < 1) return false;
         const s = getComputedStyle(el);
@@ -306,10 +311,9 @@ _CONTRAST_REPORT = """(minRatio) => {
         const halo = svg ? haloUnder(el) : null;
         const bg = halo ? over(halo, backgroundOf(el)) : backgroundOf(el);
         fg = over(fg, bg);
-        const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
-        const ratio = (hi + 0.05) / (lo + 0.05);
+        const contrast = ratio(fg, bg);
         checked++;
-        if (ratio < minRatio) bad.push(ratio.toFixed(2) + ':1 ' + el.tagName.toLowerCase() + '.'
+        if (contrast < minRatio) bad.push(contrast.toFixed(2) + ':1 ' + el.tagName.toLowerCase() + '.'
             + (el.getAttribute('class') || '').slice(0, 30) + ' "' + node.nodeValue.trim().slice(0, 40) + '"');
     }
     return {checked: checked, bad: bad.slice(0, 20), count: bad.length};

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup
 
-from site_support import LAID_OUT, PAGE_TIMEOUT_MS, VIEWS, at_rest, open_page, settle  # tests/ is on sys.path (pytest puts it there)
+from site_support import COLOUR_JS, LAID_OUT, PAGE_TIMEOUT_MS, VIEWS, at_rest, open_page, settle  # tests/ is on sys.path (pytest puts it there)
 
 pytestmark = pytest.mark.site
 
@@ -60,20 +60,7 @@ def mentions(text: str, query: str) -> int:
 # The highlighted text against the highlight, and the highlight against what is behind it (WCAG ratios), for
 # every highlighted match shown inside `selector`.
 _HIGHLIGHT_CONTRAST = """(selector) => {
-    const parse = (c) => { const m = (c || '').match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-        const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-    const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
-    const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
-    const ratio = (a, b) => { const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x); return (hi + 0.05) / (lo + 0.05); };
-    const backgroundOf = (el) => { const layers = [];
-        for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
-            const bg = parse(getComputedStyle(node).backgroundColor);
-            if (bg && bg[3] > 0) { layers.push(bg); if (bg[3] >= 1) break; } }
-        let colour = [255, 255, 255, 1];
-        for (let i = layers.length - 1; i >= 0; i--) colour = over(layers[i], colour);
-        return colour; };
-    return [...document.querySelectorAll(selector + ' span.highlighted')].filter((m) => m.getClientRects().length)
+""" + COLOUR_JS + """    return [...document.querySelectorAll(selector + ' span.highlighted')].filter((m) => m.getClientRects().length)
         .map((m) => { const bg = backgroundOf(m), behind = backgroundOf(m.parentElement);
             return {text: m.textContent, theme: document.documentElement.dataset.theme,
                     text_ratio: ratio(over(parse(getComputedStyle(m).color), bg), bg), step: ratio(bg, behind)}; });
